@@ -1,0 +1,34 @@
+# Two commands for a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip uv
+	$(BIN)/uv pip install --python $(BIN)/python --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Index the bundled docs/ through the Prefect flow, answer a sample question, serve the API.
+run: $(STAMP)
+	$(BIN)/ragplate up
+	$(BIN)/ragplate index-docs
+	$(BIN)/ragplate retrieve "How do I add an embedding profile?" --top-k 3
+	$(BIN)/ragplate serve --host 127.0.0.1 --port 8000
+
+## Lint, type-check and run the whole test suite.
+test: $(STAMP)
+	$(BIN)/ruff check ragplate tests
+	$(BIN)/mypy
+	$(BIN)/pytest -q
+
+bench: $(STAMP)
+	$(BIN)/ragplate bench indexing
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

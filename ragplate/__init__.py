@@ -1,0 +1,3 @@
+"""ragplate: documentation intelligence as a data platform."""
+
+__version__ = "0.1.0"

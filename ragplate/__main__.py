@@ -1,0 +1,3 @@
+from ragplate.api.cli import main
+
+main()

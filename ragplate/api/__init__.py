@@ -1,0 +1,1 @@
+"""The serving edge: the FastAPI app, its routers and the CLI."""

@@ -1,0 +1,144 @@
+"""``index-docs`` and ``retrieve``."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from ragplate.api.cli.output import console, print_json
+from ragplate.catalog.documents import AccessContext
+
+
+class IndexProfile(StrEnum):
+    developer = "developer"
+    user = "user"
+    all = "all"
+
+
+class IndexName(StrEnum):
+    developer = "developer"
+    user = "user"
+
+
+def index_docs(
+    profile: Annotated[IndexProfile, typer.Option(help="Which index to build.")] = IndexProfile.all,
+    path: Annotated[
+        Path | None, typer.Option(help="Index this directory instead of the configured roots.")
+    ] = None,
+    prefix: Annotated[
+        str | None,
+        typer.Option(help="Label prefix for --path ('' for bare relative paths; default: the "
+                     "directory name)."),
+    ] = None,
+    full: Annotated[bool, typer.Option("--full", help="Re-embed every source.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Index documentation through the Prefect flow [bold]index-rag-docs[/bold].
+
+    Every source is read and validated first; an invalid one (e.g. an unknown audience)
+    stops the run with the store unchanged. Unchanged sources are not embedded again.
+
+    Example: ragplate index-docs --path ../shared/corpora/laraplate --prefix '' --full
+    """
+    from ragplate.infra.prefect_server import prefect_api
+    from ragplate.infra.runtime import Runtime
+
+    runtime = Runtime()
+    runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
+    with prefect_api(runtime.settings):
+        from ragplate.flows.index_docs import index_rag_docs
+        from ragplate.tasks import progress
+
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn(), console=console, disable=json_output,
+                       transient=False)
+        tasks: dict[str, TaskID] = {}
+
+        def on_progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=total)
+            bar.update(tasks[label], completed=done, total=total)
+
+        with bar, progress.listening(on_progress):
+            rows = index_rag_docs(profile=profile.value,
+                                  path=str(path) if path is not None else None,
+                                  prefix=prefix, full=full)
+    if json_output:
+        print_json({"indexes": rows})
+        return
+    table = Table(title="index-rag-docs")
+    for key in rows[0] if rows else []:
+        table.add_column(key)
+    for row in rows:
+        table.add_row(*(str(v) for v in row.values()))
+    console.print(table)
+
+
+def retrieve(
+    question: Annotated[str, typer.Argument(help="The question to retrieve documentation for.")],
+    index: Annotated[IndexName, typer.Option(help="developer or user index.")] = (
+        IndexName.developer
+    ),
+    top_k: Annotated[int | None, typer.Option(help="Hits to return (1-10).")] = None,
+    tenant: Annotated[str | None, typer.Option(help="User index: the tenant asking.")] = None,
+    locale: Annotated[str | None, typer.Option(help="User index: only this locale.")] = None,
+    permission: Annotated[
+        list[str] | None, typer.Option(help="User index: a permission held (repeatable).")
+    ] = None,
+    module: Annotated[str | None, typer.Option(help="User index: only this module.")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
+) -> None:
+    """Retrieve cited documentation for a question.
+
+    Example: ragplate retrieve "How does incremental indexing work?" --top-k 3 --json
+    """
+    from ragplate.infra.runtime import Runtime
+    from ragplate.tasks.retrieve import retrieve_developer, retrieve_user
+
+    runtime = Runtime()
+    k = top_k if top_k is not None else runtime.settings.max_documents
+    profile = runtime.active_profile()
+    store = runtime.store(index.value, profile)
+    embedder = runtime.embedder(profile)
+    if index is IndexName.user:
+        access = AccessContext(tenant=tenant, locale=locale,
+                               permissions=frozenset(permission or []), module=module)
+        hits = retrieve_user(question, store=store, embedder=embedder, access=access,
+                             policy=runtime.policy, top_k=k,
+                             min_score=runtime.settings.min_similarity)
+    else:
+        hits = retrieve_developer(question, store=store, embedder=embedder, top_k=k,
+                                  min_score=runtime.settings.min_similarity)
+    if json_output:
+        print_json({"hits": [h.as_dict() for h in hits]})
+        return
+    if not hits:
+        console.print("No documentation found for this question.")
+        return
+    for rank, hit in enumerate(hits, 1):
+        data = hit.as_dict()
+        crumb = f" › {data['heading_breadcrumb']}" if data["heading_breadcrumb"] else ""
+        label, crumb = escape(str(data["source_label"])), escape(crumb)
+        console.print(f"[bold]\\[{rank}] {label}[/bold]{crumb}  "
+                      f"[dim](score {data['score']:.4f})[/dim]", highlight=False)
+        console.print(data["excerpt"], markup=False, highlight=False)
+        console.print()
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the commands to the root app."""
+    app.command("index-docs")(index_docs)
+    app.command("retrieve")(retrieve)

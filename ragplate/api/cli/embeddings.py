@@ -1,0 +1,45 @@
+"""``ragplate embeddings …``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ragplate.api.cli.output import console, print_json
+from ragplate.catalog.errors import DimensionMismatchError
+
+app = typer.Typer(help="Embedding profiles: probe a profile's provider.", no_args_is_help=True)
+
+
+@app.command("probe")
+def probe_command(
+    key: Annotated[str, typer.Argument(help="Profile key, provider:service_model.")],
+    json_output: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Embed a fixed text with the profile and compare the measured dimensions.
+
+    Exits non-zero when the profile is unknown, its provider does not answer, or the
+    measured length differs from the declared one.
+
+    Example: ragplate embeddings probe local:intfloat/multilingual-e5-small
+    """
+    from ragplate.catalog.profiles import get_profile
+    from ragplate.catalog.settings import get_settings
+    from ragplate.infra.embedders import make_embedder, probe
+
+    profile = get_profile(key)
+    result = probe(make_embedder(profile, get_settings()))
+    if json_output:
+        print_json({"profile": result.profile, "model": result.model,
+                    "declared_dimensions": result.declared_dimensions,
+                    "dimensions": result.measured_dimensions, "norm": round(result.norm, 6),
+                    "ok": result.ok})
+    else:
+        console.print(f"profile     {result.profile}\nmodel       {result.model}\n"
+                      f"dimensions  {result.measured_dimensions} (declared "
+                      f"{result.declared_dimensions})\nnorm        {result.norm:.4f}",
+                      highlight=False)
+    if not result.ok:
+        raise DimensionMismatchError(profile.key, result.declared_dimensions,
+                                     result.measured_dimensions)

@@ -1,0 +1,94 @@
+"""``up``, ``down``, ``status``, ``serve`` and ``db upgrade``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from ragplate.api.cli.output import console, print_json
+
+if TYPE_CHECKING:
+    from ragplate.infra.services import ServiceState
+
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+
+
+def _print_states(states: list[ServiceState], json_output: bool) -> None:
+    if json_output:
+        print_json({"services": [asdict(s) for s in states]})
+        return
+    table = Table()
+    for column in ("service", "state", "url", "pid", "detail"):
+        table.add_column(column)
+    for s in states:
+        table.add_row(s.name, "[green]running[/green]" if s.running else "[red]stopped[/red]",
+                      s.url or "", str(s.pid or ""), s.detail or "")
+    console.print(table)
+
+
+def up(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Start the embedded services (PostgreSQL, Prefect server) in the background.
+
+    They keep running for every ragplate process sharing RAGPLATE_HOME until `ragplate down`.
+    """
+    from ragplate.catalog.settings import get_settings
+    from ragplate.infra import services
+
+    _print_states(services.up(get_settings()), json_output)
+
+
+def down(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Stop the embedded services of this RAGPLATE_HOME (external ones are left alone)."""
+    from ragplate.catalog.settings import get_settings
+    from ragplate.infra import services
+
+    _print_states(services.down(get_settings()), json_output)
+
+
+def status(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Show the services and their URLs without starting anything."""
+    from ragplate.catalog.settings import get_settings
+    from ragplate.infra import services
+
+    _print_states(services.status(get_settings()), json_output)
+
+
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (RAGPLATE_API_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (RAGPLATE_API_PORT).")] = None,
+) -> None:
+    """Serve the API (health, documentation search; OpenAPI at /docs).
+
+    Example: ragplate serve --port 8000
+    """
+    import uvicorn
+
+    from ragplate.catalog.settings import get_settings
+    from ragplate.infra.runtime import Runtime
+
+    settings = get_settings()
+    Runtime(settings).engine  # noqa: B018 - fail fast on the database before binding
+    uvicorn.run("ragplate.api.app:create_app", factory=True, host=host or settings.api_host,
+                port=port or settings.api_port, log_level="info")
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: Annotated[str, typer.Argument()] = "head") -> None:
+    """Apply the schema migrations (also done automatically on first use)."""
+    from ragplate.catalog.settings import get_settings
+    from ragplate.infra.database import current_revision, get_engine, upgrade
+
+    engine = get_engine(get_settings(), migrate=False)
+    upgrade(engine, revision)
+    console.print(f"database at revision {current_revision(engine)}")
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the commands to the root app."""
+    app.command("up")(up)
+    app.command("down")(down)
+    app.command("status")(status)
+    app.command("serve")(serve)

@@ -1,0 +1,47 @@
+"""``POST /v1/docs/search``: developer documentation retrieval."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from ragplate.api.deps import RuntimeDep
+from ragplate.tasks.retrieve import retrieve_developer
+
+router = APIRouter(prefix="/v1/docs", tags=["documentation"])
+
+
+class SearchRequest(BaseModel):
+    """A question for the developer index."""
+
+    query: str = Field(min_length=1, max_length=2000, description="The question.")
+    top_k: int = Field(default=5, ge=1, le=10, description="Hits to return (1-10).")
+
+
+class SearchHit(BaseModel):
+    """One cited result: the best chunk of one source."""
+
+    source_label: str
+    heading_breadcrumb: str
+    excerpt: str
+    score: float
+
+
+class SearchResponse(BaseModel):
+    """Hits in descending score order, one per source."""
+
+    hits: list[SearchHit]
+
+
+@router.post("/search", response_model=SearchResponse)
+def search(request: SearchRequest, runtime: RuntimeDep) -> SearchResponse:
+    """Vector search over the developer index with the active embedding profile."""
+    profile = runtime.active_profile()
+    hits = retrieve_developer(
+        request.query,
+        store=runtime.store("developer", profile),
+        embedder=runtime.embedder(profile),
+        top_k=request.top_k,
+        min_score=runtime.settings.min_similarity,
+    )
+    return SearchResponse(hits=[SearchHit(**h.as_dict()) for h in hits])

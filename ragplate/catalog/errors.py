@@ -1,0 +1,169 @@
+"""One error hierarchy, translated at the edges (HTTP status, CLI exit code)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+
+class RagplateError(Exception):
+    """Base of every error ragplate raises on purpose.
+
+    ``http_status`` and ``exit_code`` say how the API and the CLI translate it.
+    """
+
+    http_status: int = 500
+    exit_code: int = 1
+
+
+class ConfigurationError(RagplateError):
+    """A setting or profile is missing, malformed or inconsistent."""
+
+    http_status = 500
+    exit_code = 2
+
+
+class UnknownProfileError(ConfigurationError):
+    """An embedding profile key that is not declared in the catalog."""
+
+    http_status = 404
+
+    def __init__(self, key: str, known: list[str] | None = None) -> None:
+        hint = f" (known: {', '.join(known)})" if known else ""
+        super().__init__(f"unknown embedding profile '{key}'{hint}")
+        self.key = key
+        self.known = known
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keeps the error picklable (Prefect may persist or ship task failures).
+        return (self.__class__, (self.key, self.known))
+
+
+class InvalidInputError(RagplateError):
+    """Bad input from a user: a request field, a CLI option, a file."""
+
+    http_status = 422
+    exit_code = 2
+
+
+class SourceError(InvalidInputError):
+    """A documentation source cannot be indexed; names the file."""
+
+    def __init__(self, source: str, message: str) -> None:
+        super().__init__(f"{source}: {message}")
+        self.source = source
+        self.reason = message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.source, self.reason))
+
+
+class UnknownAudienceError(SourceError):
+    """A document declares an audience outside user, developer, shared."""
+
+    def __init__(self, source: str, value: object) -> None:
+        super().__init__(
+            source,
+            f"unknown audience {value!r} (accepted: user, developer, shared)",
+        )
+        self.value = value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.source, self.value))
+
+
+class EmbeddingError(RagplateError):
+    """An embedding provider gave no usable answer."""
+
+    http_status = 502
+
+
+class ProviderUnavailableError(EmbeddingError):
+    """The embedding provider could not be reached or answered with an error."""
+
+    http_status = 503
+
+
+class DimensionMismatchError(EmbeddingError):
+    """A vector whose length differs from the profile's declared dimensions."""
+
+    def __init__(self, profile_key: str, expected: int, actual: int) -> None:
+        super().__init__(
+            f"profile '{profile_key}' declares {expected} dimensions but the vector has {actual}"
+        )
+        self.profile_key = profile_key
+        self.expected = expected
+        self.actual = actual
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.profile_key, self.expected, self.actual))
+
+
+class DatabaseError(RagplateError):
+    """PostgreSQL is unreachable, lacks pgvector, or its schema is not usable."""
+
+    http_status = 503
+    exit_code = 3
+
+
+class ServiceError(RagplateError):
+    """An embedded service (PostgreSQL, Prefect server) failed to start or stop."""
+
+    http_status = 503
+    exit_code = 3
+
+
+class StoreError(RagplateError):
+    """A vector store could not read or write its data."""
+
+    http_status = 503
+    exit_code = 3
+
+
+class SelfHostedServiceError(RagplateError):
+    """A self-hosted AI server (embeddings, rerank, transcription) could not be reached or
+    answered with an error status.
+
+    The message starts with ``[request_id <32 hex>]`` (the id sent as ``X-Request-Id``, so
+    the server's log can be searched for it) and names the endpoint without credentials or
+    query string. It never holds a text, a query, a file name, a key or an error body.
+    """
+
+    http_status = 503
+    exit_code = 3
+
+    def __init__(
+        self, *, service: str, endpoint: str, status: int | None, request_id: str, reason: str
+    ) -> None:
+        super().__init__(f"[request_id {request_id}] {service} call to {endpoint} failed: {reason}")
+        self.service = service
+        self.endpoint = endpoint
+        self.status = status
+        self.request_id = request_id
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        # Keeps the error picklable (Prefect may persist or ship task failures).
+        return (
+            partial(
+                self.__class__, service=self.service, endpoint=self.endpoint,
+                status=self.status, request_id=self.request_id, reason=self.reason,
+            ),
+            (),
+        )
+
+    def context(self) -> dict[str, object]:
+        """The fields a log line about this failure carries."""
+        return {
+            "service": self.service,
+            "endpoint": self.endpoint,
+            "status": self.status,
+            "request_id": self.request_id,
+        }
+
+
+class RerankAnswerError(RagplateError):
+    """A rerank server answered 2xx with scores that cannot be placed on the texts sent
+    (a repeated, missing or out-of-range index, or another count)."""
+
+    http_status = 502

@@ -1,0 +1,256 @@
+"""Process settings, read from ``RAGPLATE_*`` environment variables.
+
+These are deployment settings (where things are, how big batches are). The active
+embedding profile is not one of them: it is stored in PostgreSQL (see
+``ragplate.infra.settings_store``) so every process sharing a database agrees on it.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+)
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ragplate.catalog.errors import ConfigurationError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+BUNDLED_DOCS = PROJECT_ROOT / "docs"
+DEFAULT_PROFILE = "local:intfloat/multilingual-e5-small"
+
+SplitterName = Literal["markdown_aware", "sentence", "delimiter"]
+StoreName = Literal["pgvector", "filesystem", "memory"]
+RerankApi = Literal["tei", "cohere"]
+
+
+def _default_home() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "ragplate"
+
+
+class ServerSettings(BaseModel):
+    """One self-hosted AI server, read from ``RAGPLATE_SERVERS__<NAME>__<FIELD>``.
+
+    Names: ``embeddings`` (the default embeddings server), ``rerank``, ``transcription``, or
+    the ``server`` an embedding profile names. Only the environment configures a server: a
+    database setting never does.
+    """
+
+    # A misspelt field (RAGPLATE_SERVERS__RERANK__KEYY) would otherwise be dropped silently
+    # and the server called without its key.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str | None = Field(
+        default=None,
+        description="Base URL: scheme, host, port and an optional path prefix (e.g. "
+        "http://127.0.0.1:8080). Embeddings go to <url>/v1/embeddings, TEI rerank to "
+        "<url>/rerank, Cohere-style (Infinity) rerank to <url>/v1/rerank, transcription to "
+        "<url>/v1/audio/transcriptions; a URL already ending in /v1 is not doubled.",
+    )
+    key: SecretStr | None = Field(
+        default=None, description="Bearer key sent to this server, if it needs one."
+    )
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds before a request times out (default: RAGPLATE_EMBEDDINGS_TIMEOUT "
+        "for embedding servers, 30 for rerank, 120 for transcription).",
+    )
+    batch_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=2048,
+        description="Most texts per request (default: RAGPLATE_EMBED_BATCH_SIZE). A TEI "
+        "server's max_client_batch_size from GET /info lowers it further.",
+    )
+    slow_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="An embeddings answer slower than this halves the next batch (default: "
+        "half the timeout).",
+    )
+    api: RerankApi | None = Field(
+        default=None,
+        description="Rerank API: tei (POST /rerank with texts, model from GET /info; the "
+        "default) or cohere (Infinity: POST /v1/rerank with documents, model from the answer).",
+    )
+    model: str | None = Field(
+        default=None,
+        description="Model sent to a Cohere-style rerank server or a transcription server "
+        "(required for transcription, e.g. Systran/faster-whisper-small).",
+    )
+
+    @field_validator("url", mode="after")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip().lower().startswith(("http://", "https://")):
+            raise ValueError("a server URL starts with http:// or https://")
+        return value.strip() if value else None
+
+
+class Settings(BaseSettings):
+    """Every ``RAGPLATE_*`` setting, with its default and meaning."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RAGPLATE_",
+        env_nested_delimiter="__",
+        extra="ignore",
+        validate_default=True,
+    )
+
+    home: Path = Field(
+        default_factory=_default_home,
+        description="Data directory of the embedded services (PostgreSQL data, Prefect "
+        "server state, logs, filesystem store).",
+    )
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="External PostgreSQL (with pgvector) as a SQLAlchemy/libpq URL. Unset: "
+        "ragplate runs its own embedded PostgreSQL under RAGPLATE_HOME.",
+    )
+    prefect_port: int = Field(
+        default=4200,
+        ge=1,
+        le=65535,
+        description="Loopback port of the local Prefect server ragplate starts when "
+        "PREFECT_API_URL is not set.",
+    )
+    docs_roots: dict[str, Path] = Field(
+        default_factory=lambda: {"faq-app-ragplate": BUNDLED_DOCS},
+        description="Configured documentation roots as a JSON object {source prefix: "
+        "directory}. Default: ragplate's own docs/ under the prefix faq-app-ragplate.",
+    )
+    docs_path: str = Field(
+        default="",
+        description="Extra documentation roots, separated by the OS path separator (':'). "
+        "Each is indexed with the prefix faq-extra-<directory name>.",
+    )
+    vector_store: StoreName = Field(
+        default="pgvector",
+        description="Documentation store driver: pgvector (default), filesystem (single "
+        "instance, one file per index under RAGPLATE_HOME/stores) or memory (tests).",
+    )
+    splitter: SplitterName = Field(
+        default="markdown_aware",
+        description="Document splitter: markdown_aware, sentence or delimiter.",
+    )
+    splitter_max_words: int = Field(
+        default=200, ge=20, le=2000, description="Maximum words per chunk."
+    )
+    splitter_overlap_words: int = Field(
+        default=0, ge=0, le=500, description="Words repeated between consecutive chunks of a "
+        "long section."
+    )
+    splitter_prepend_heading_breadcrumb: bool = Field(
+        default=True,
+        description="Prefix every chunk's text with its heading breadcrumb before embedding.",
+    )
+    splitter_prepend_source_label: bool = Field(
+        default=True,
+        description="Prefix every chunk's embedded text with its source label in words "
+        "(markdown_aware splitter).",
+    )
+    splitter_delimiter: str = Field(
+        default="\n\n", description="Separator used by the delimiter splitter."
+    )
+    index_batch_chunks: int = Field(
+        default=100,
+        ge=1,
+        le=5000,
+        description="Chunks per write batch; a batch never splits a source.",
+    )
+    embed_batch_size: int = Field(
+        default=32, ge=1, le=1024, description="Passages per embedding call."
+    )
+    max_documents: int = Field(
+        default=5, description="Default retrieval depth (top-k), clamped to 1-10."
+    )
+    min_similarity: float | None = Field(
+        default=None,
+        description="Similarity floor for retrieval hits (off by default).",
+    )
+    policy_classification_version: str = Field(
+        default="in-app-docs-v1",
+        description="policy_classification_version a user-corpus document must declare.",
+    )
+    embeddings_url: str | None = Field(
+        default=None,
+        description="Base URL of the OpenAI-compatible embeddings server used by "
+        "openai_compatible profiles (e.g. http://127.0.0.1:8080).",
+    )
+    embeddings_api_key: SecretStr | None = Field(
+        default=None, description="Bearer key for the embeddings server, if it needs one."
+    )
+    embeddings_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds before an embeddings request times out."
+    )
+    servers: dict[str, ServerSettings] = Field(
+        default_factory=dict,
+        description="Self-hosted AI servers by name, e.g. RAGPLATE_SERVERS__EMBEDDINGS__URL, "
+        "RAGPLATE_SERVERS__RERANK__URL, RAGPLATE_SERVERS__TRANSCRIPTION__MODEL (fields: url, "
+        "key, timeout, batch_size, slow_seconds, api, model). The embeddings server falls back "
+        "to RAGPLATE_EMBEDDINGS_URL, _API_KEY, _TIMEOUT and RAGPLATE_EMBED_BATCH_SIZE.",
+    )
+    api_host: str = Field(default="127.0.0.1", description="Address the API binds to.")
+    api_port: int = Field(default=8000, ge=1, le=65535, description="Port the API binds to.")
+    @field_validator("home", mode="after")
+    @classmethod
+    def _absolute_home(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @field_validator("max_documents", mode="after")
+    @classmethod
+    def _clamp_top_k(cls, value: int) -> int:
+        return clamp_top_k(value)
+
+    @field_validator("servers", mode="after")
+    @classmethod
+    def _server_names(cls, value: dict[str, ServerSettings]) -> dict[str, ServerSettings]:
+        for name in value:
+            if not name or not all(c.isalnum() or c == "_" for c in name):
+                raise ValueError(f"server name {name!r}: use letters, digits and _ only")
+        return {name.lower(): server for name, server in value.items()}
+
+    def extra_roots(self) -> dict[str, Path]:
+        """Roots from ``RAGPLATE_DOCS_PATH``, keyed by their synthetic prefix."""
+        roots: dict[str, Path] = {}
+        for raw in filter(None, (p.strip() for p in self.docs_path.split(os.pathsep))):
+            path = Path(raw).expanduser()
+            if not path.is_dir():
+                raise ConfigurationError(f"RAGPLATE_DOCS_PATH entry is not a directory: {raw}")
+            roots[f"faq-extra-{path.resolve().name}"] = path
+        return roots
+
+    def all_roots(self) -> dict[str, Path]:
+        """Configured roots plus the extra ones, in a stable order."""
+        return {**self.docs_roots, **self.extra_roots()}
+
+    @property
+    def run_dir(self) -> Path:
+        """Where pid files and locks of the embedded services live."""
+        return self.home / "run"
+
+    @property
+    def log_dir(self) -> Path:
+        """Where the embedded services write their logs."""
+        return self.home / "logs"
+
+
+def clamp_top_k(value: int) -> int:
+    """Retrieval depth is always between 1 and 10."""
+    return max(1, min(10, int(value)))
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings (cached; tests call ``get_settings.cache_clear()``)."""
+    return Settings()

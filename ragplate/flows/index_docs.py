@@ -1,0 +1,121 @@
+"""``index-rag-docs``: read and validate every source, then split, embed and write."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Literal, cast
+from uuid import UUID
+
+from prefect import flow
+from prefect.artifacts import (
+    create_markdown_artifact,
+    create_progress_artifact,
+    create_table_artifact,
+    update_progress_artifact,
+)
+
+from ragplate.catalog.documents import INDEXES
+from ragplate.catalog.errors import InvalidInputError
+from ragplate.infra.runtime import Runtime
+from ragplate.tasks import index, progress, wrappers
+from ragplate.tasks.split import make_splitter
+
+IndexProfile = Literal["developer", "user", "all"]
+
+
+def resolve_roots(runtime: Runtime, path: str | None, prefix: str | None) -> dict[str, Path]:
+    """An explicit ``--path`` (with its prefix, default the directory name) or the
+    configured roots plus ``RAGPLATE_DOCS_PATH``."""
+    if path is None:
+        if prefix is not None:
+            raise InvalidInputError("--prefix needs --path")
+        return runtime.settings.all_roots()
+    root = Path(path).expanduser()
+    if not root.is_dir():
+        raise InvalidInputError(f"--path {path}: not a directory")
+    label_prefix = root.resolve().name if prefix is None else prefix.strip("/")
+    return {label_prefix: root}
+
+
+def indexes_for(profile: str) -> tuple[str, ...]:
+    """``developer``, ``user`` or both."""
+    if profile == "all":
+        return INDEXES
+    if profile not in INDEXES:
+        raise InvalidInputError(f"--profile {profile!r}: expected developer, user or all")
+    return (profile,)
+
+
+@flow(name="index-rag-docs", log_prints=True)
+def index_rag_docs(
+    profile: IndexProfile = "all",
+    path: str | None = None,
+    prefix: str | None = None,
+    full: bool = False,
+) -> list[dict[str, Any]]:
+    """Index documentation into the developer and/or user index.
+
+    Every source is read and validated first: an invalid one stops the run before
+    anything is written. Unchanged sources are skipped; vanished ones are deleted.
+    """
+    runtime = Runtime()
+    targets = indexes_for(profile)
+    roots = resolve_roots(runtime, path, prefix)
+    others = [p for p in runtime.settings.all_roots() if p not in roots]
+    documents = wrappers.read_sources(roots)
+    model = runtime.active_profile()
+    embedder = runtime.embedder(model)
+    splitter = make_splitter(runtime.settings)
+    salt = repr(splitter)  # the splitter's configuration: a change re-embeds every source
+    # Called from a sync flow, Prefect's async_dispatch returns the UUID, not a coroutine.
+    progress_id = cast(UUID, create_progress_artifact(0.0, key="index-rag-docs-progress",
+                                                      description="chunks embedded and written"))
+    summaries = []
+    for index_name in targets:
+        started = time.perf_counter()
+        store = runtime.store(index_name, model)
+        corpus = wrappers.select_corpus(index_name, documents, runtime.policy)
+        plan = index.plan_index(index_name, corpus, wrappers.stored_sources(store), model.key,
+                                full=full, prefixes=list(roots), other_prefixes=others,
+                                salt=salt)
+        chunks = wrappers.split(plan.changed, splitter)
+        batches = index.make_batches(plan.changed, chunks, model.key,
+                                     batch_chunks=runtime.settings.index_batch_chunks, salt=salt)
+        summary = index.IndexSummary(index_name, sources_read=len(corpus),
+                                     unchanged=len(plan.unchanged),
+                                     reembedded=len(plan.changed))
+        total = len(chunks)
+        for batch in batches:
+            embedded = wrappers.embed_batch(embedder, batch)
+            summary.chunks_written += wrappers.write_batch(store, batch, embedded)
+            progress.report(f"{index_name} index", summary.chunks_written, total)
+            if progress_id is not None:
+                update_progress_artifact(progress_id, _percent(summary, total))
+        wrappers.delete_sources(store, plan.deleted)
+        summary.deleted = len(plan.deleted)
+        summary.extra["chunks_in_index"] = wrappers.finalize_index(store)
+        summary.seconds = time.perf_counter() - started
+        summaries.append(summary)
+    if progress_id is not None:
+        update_progress_artifact(progress_id, 100.0)
+    rows = [s.as_row() for s in summaries]
+    create_table_artifact(rows, key="index-rag-docs-summary",
+                          description=f"index-rag-docs with {model.key}")
+    create_markdown_artifact(_markdown(rows, model.key, full), key="index-rag-docs-report")
+    return rows
+
+
+def _percent(summary: index.IndexSummary, total: int) -> float:
+    return 100.0 if total == 0 else min(100.0, 100.0 * summary.chunks_written / total)
+
+
+def _markdown(rows: list[dict[str, Any]], model_key: str, full: bool) -> str:
+    mode = "full rebuild" if full else "incremental"
+    head = f"# index-rag-docs\n\nModel `{model_key}`, {mode}.\n\n"
+    if not rows:
+        return head
+    keys = list(rows[0])
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(str(r[k]) for k in keys) + " |" for r in rows]
+    return head + "\n".join(lines) + "\n"

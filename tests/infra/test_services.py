@@ -1,0 +1,180 @@
+"""The embedded services lifecycle: PostgreSQL and a local Prefect server, for real.
+
+Every test builds its own ``Settings`` (own RAGPLATE_HOME, own free port) instead of using
+the session fixtures, so a leftover server here can never collide with another test's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragplate.catalog.errors import ServiceError
+from ragplate.catalog.settings import Settings
+from ragplate.infra import postgres, prefect_server, services
+from ragplate.infra.services import ServiceState
+
+pytestmark = pytest.mark.integration
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _settings(home: Path, port: int | None = None) -> Settings:
+    # database_url=None explicitly: an RAGPLATE_DATABASE_URL in the environment must not leak in.
+    return Settings(home=home, prefect_port=port or _free_port(), database_url=None)
+
+
+def _by_name(states: list[ServiceState]) -> dict[str, ServiceState]:
+    return {state.name: state for state in states}
+
+
+@pytest.fixture(autouse=True)
+def _no_external_prefect(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A PREFECT_API_URL of the developer's shell would make every "local" test external.
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+
+
+@pytest.fixture(scope="module")
+def svc_settings() -> Iterator[Settings]:
+    """Settings of a RAGPLATE_HOME private to this module; its services are always stopped."""
+    # Not under pytest's basetemp: any pytest run starting meanwhile resets /tmp/pytest-of-*
+    # to 0700, and then PostgreSQL's unprivileged user can no longer reach its data to stop.
+    home = Path(tempfile.mkdtemp(prefix="ragplate-services-"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("PREFECT_API_URL", raising=False)
+        settings = _settings(home)
+        try:
+            yield settings
+        finally:
+            services.down(settings)
+            shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def started(svc_settings: Settings) -> dict[str, ServiceState]:
+    """Both services up (started once, reused by later tests unless one stopped them)."""
+    return _by_name(services.up(svc_settings))
+
+
+def test_status_before_up_shows_both_stopped(tmp_path: Path) -> None:
+    states = _by_name(services.status(_settings(tmp_path)))
+
+    assert [states["postgresql"].running, states["prefect"].running] == [False, False]
+    assert states["postgresql"].pid is None and states["prefect"].pid is None
+    assert postgres.running(tmp_path) is None  # status started nothing
+
+
+@pytest.mark.slow
+def test_up_starts_postgres_and_prefect(
+    svc_settings: Settings, started: dict[str, ServiceState]
+) -> None:
+    pg, prefect = started["postgresql"], started["prefect"]
+
+    assert pg.running and pg.pid is not None
+    assert pg.url is not None and pg.url.startswith("postgresql+psycopg://postgres@/ragplate")
+    assert prefect.running and prefect.pid is not None
+    assert prefect.url == f"http://127.0.0.1:{svc_settings.prefect_port}/api"
+    assert prefect_server.healthy(prefect.url)
+    info = prefect_server.status(svc_settings)
+    assert info["running"] and info["healthy"] and info["pid"] == prefect.pid
+
+
+@pytest.mark.slow
+def test_second_up_reuses_the_running_services(
+    svc_settings: Settings, started: dict[str, ServiceState]
+) -> None:
+    again = _by_name(services.up(svc_settings))
+
+    assert again["postgresql"].pid == started["postgresql"].pid
+    assert again["prefect"].pid == started["prefect"].pid
+    assert again["prefect"].detail == "running"
+
+
+@pytest.mark.slow
+def test_flow_run_is_visible_on_the_local_server(
+    svc_settings: Settings, started: dict[str, ServiceState]
+) -> None:
+    from prefect import flow, get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    name = f"ragplate-smoke-{uuid.uuid4().hex[:8]}"
+
+    @flow(name=name)
+    def smoke(value: int) -> int:
+        return value + 1
+
+    with prefect_server.prefect_api(svc_settings) as url:
+        assert url == started["prefect"].url
+        assert smoke(1) == 2
+        with get_client(sync_client=True) as client:
+            assert str(client.api_url).rstrip("/") == url
+            runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[name])))
+
+    assert len(runs) == 1
+    assert runs[0].state is not None and runs[0].state.is_completed()
+
+
+@pytest.mark.slow
+def test_external_api_url_is_used_without_spawning(
+    tmp_path: Path, started: dict[str, ServiceState], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    running_url = started["prefect"].url
+    assert running_url is not None
+    monkeypatch.setenv("PREFECT_API_URL", running_url)
+    other = _settings(tmp_path)
+
+    assert prefect_server.start(other) == running_url
+    assert not (other.run_dir / prefect_server.PID_FILE).exists()
+    assert postgres.running(tmp_path) is None
+    state = _by_name(services.status(other))["prefect"]
+    assert state.running and state.detail == "external" and state.pid is None
+    assert _by_name(services.down(other))["prefect"].running  # external: never stopped
+
+
+def test_port_held_by_another_program_is_reported(tmp_path: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = int(listener.getsockname()[1])
+        settings = _settings(tmp_path, port)
+        try:
+            with pytest.raises(ServiceError) as excinfo:
+                prefect_server.start(settings, timeout=5)
+        finally:
+            services.down(settings)
+
+    assert str(port) in str(excinfo.value)
+    assert "RAGPLATE_PREFECT_PORT" in str(excinfo.value)
+    assert postgres.running(tmp_path) is None  # refused before starting anything
+
+
+@pytest.mark.slow
+def test_down_stops_both_and_is_idempotent(
+    svc_settings: Settings, started: dict[str, ServiceState]
+) -> None:
+    prefect_pid = started["prefect"].pid
+    assert prefect_pid is not None
+
+    first = _by_name(services.down(svc_settings))
+    assert first["prefect"].detail == "stopped" and first["postgresql"].detail == "stopped"
+    states = _by_name(services.status(svc_settings))
+    assert not states["postgresql"].running and not states["prefect"].running
+    assert not prefect_server.healthy(f"http://127.0.0.1:{svc_settings.prefect_port}/api")
+    assert not (svc_settings.run_dir / prefect_server.PID_FILE).exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(prefect_pid, 0)
+
+    second = _by_name(services.down(svc_settings))
+    assert second["prefect"].detail == "not running"
+    assert second["postgresql"].detail == "not running"

@@ -1,0 +1,202 @@
+"""Indexing plans and batches (pure functions, no store)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from ragplate.catalog.documents import Chunk, Document
+from ragplate.infra.stores.base import SourceRecord
+from ragplate.tasks.index import IndexSummary, in_scope, make_batches, plan_index
+
+MODEL = "local:intfloat/multilingual-e5-small"
+OTHER_MODEL = "local:cnmoro/portuguese-multilingual-e5-small"
+
+
+def doc(source: str, content_hash: str = "h1") -> Document:
+    return Document(source=source, text=f"text of {source}", metadata={},
+                    content_hash=content_hash)
+
+
+def record(source: str, content_hash: str = "h1", model: str = MODEL, n: int = 1) -> SourceRecord:
+    return SourceRecord(source, content_hash, model, n)
+
+
+# -- plan_index --------------------------------------------------------------------------
+
+
+def test_plan_sorts_sources_into_unchanged_changed_new_and_deleted() -> None:
+    documents = [doc("p/same.md"), doc("p/edited.md", "h2"), doc("p/new.md")]
+    stored = {s.source: s for s in [record("p/same.md"), record("p/edited.md", "h1"),
+                                    record("p/gone.md")]}
+
+    plan = plan_index("developer", documents, stored, MODEL, full=False, prefixes=["p"])
+
+    assert [d.source for d in plan.changed] == ["p/edited.md", "p/new.md"]
+    assert plan.unchanged == ["p/same.md"]
+    assert plan.deleted == ["p/gone.md"]
+    assert (plan.index, plan.full) == ("developer", False)
+
+
+def test_unchanged_plan_re_embeds_nothing() -> None:
+    documents = [doc("a.md"), doc("b.md")]
+    stored = {d.source: record(d.source) for d in documents}
+
+    plan = plan_index("user", documents, stored, MODEL, full=False)
+
+    assert (plan.changed, plan.unchanged, plan.deleted) == ([], ["a.md", "b.md"], [])
+
+
+def test_full_plan_re_embeds_everything_and_still_deletes() -> None:
+    documents = [doc("a.md"), doc("b.md", "h9")]
+    stored = {s.source: s for s in [record("a.md"), record("b.md"), record("c.md")]}
+
+    plan = plan_index("developer", documents, stored, MODEL, full=True)
+
+    assert plan.changed == documents
+    assert (plan.unchanged, plan.deleted, plan.full) == ([], ["c.md"], True)
+
+
+def test_a_different_model_key_re_embeds() -> None:
+    documents = [doc("a.md"), doc("b.md")]
+    stored = {"a.md": record("a.md", model=OTHER_MODEL), "b.md": record("b.md")}
+
+    plan = plan_index("developer", documents, stored, MODEL, full=False)
+
+    assert [d.source for d in plan.changed] == ["a.md"]
+    assert plan.unchanged == ["b.md"]
+
+
+def test_empty_store_plans_every_document() -> None:
+    documents = [doc("x/a.md"), doc("x/b.md")]
+
+    plan = plan_index("developer", documents, {}, MODEL, full=False, prefixes=["x"])
+
+    assert plan.changed == documents and plan.deleted == [] and plan.unchanged == []
+
+
+def test_run_over_one_prefix_keeps_other_prefixes() -> None:
+    stored = {s.source: s for s in [record("faq-a/one.md"), record("faq-a/old.md"),
+                                    record("faq-b/two.md"), record("faq-ab/three.md")]}
+
+    plan = plan_index("developer", [doc("faq-a/one.md")], stored, MODEL, full=True,
+                      prefixes=["faq-a"], other_prefixes=["faq-b", "faq-ab"])
+
+    assert plan.deleted == ["faq-a/old.md"]
+
+
+def test_bare_prefix_run_does_not_delete_other_roots() -> None:
+    stored = {s.source: s for s in [record("guide/a.md"), record("top.md"),
+                                    record("faq-app-ragplate/x.md")]}
+
+    plan = plan_index("developer", [], stored, MODEL, full=False, prefixes=[""],
+                      other_prefixes=["faq-app-ragplate"])
+
+    assert plan.deleted == ["guide/a.md", "top.md"]
+
+
+@pytest.mark.parametrize(
+    ("source", "prefixes", "others", "expected"),
+    [
+        ("p/a.md", ["p"], [], True),
+        ("p/sub/a.md", ["p"], [], True),
+        ("pp/a.md", ["p"], [], False),  # a prefix is a whole path segment
+        ("p", ["p"], [], False),
+        ("q/a.md", ["p"], ["q"], False),
+        ("q/a.md", ["p", "q"], [], True),
+        ("a.md", [""], [], True),
+        ("guide/a.md", [""], ["faq"], True),
+        ("faq/a.md", [""], ["faq"], False),
+        ("faq/a.md", ["", "faq"], [], True),
+        ("faq/a.md", [""], ["", "faq"], False),  # an empty other prefix owns nothing
+        ("x/a.md", [], [], False),
+    ],
+)
+def test_in_scope(source: str, prefixes: list[str], others: list[str], expected: bool) -> None:
+    assert in_scope(source, prefixes, others) is expected
+
+
+# -- make_batches ------------------------------------------------------------------------
+
+
+def chunks_of(source: str, n: int) -> list[Chunk]:
+    return [Chunk(source, i, f"{source}#{i}") for i in range(n)]
+
+
+def test_batches_group_whole_sources_up_to_the_limit() -> None:
+    documents = [doc("a.md", "ha"), doc("b.md", "hb"), doc("c.md", "hc")]
+    chunks = chunks_of("a.md", 2) + chunks_of("b.md", 2) + chunks_of("c.md", 3)
+
+    batches = make_batches(documents, chunks, MODEL, batch_chunks=4)
+
+    assert [[s.source for s in b.sources] for b in batches] == [["a.md", "b.md"], ["c.md"]]
+    assert batches[0].sources[0] == SourceRecord("a.md", "ha", MODEL, 2)
+    assert [len(b.chunks) for b in batches] == [4, 3]
+
+
+def test_large_source_travels_alone() -> None:
+    documents = [doc("a.md"), doc("big.md"), doc("c.md")]
+    chunks = chunks_of("a.md", 1) + chunks_of("big.md", 9) + chunks_of("c.md", 1)
+
+    batches = make_batches(documents, chunks, MODEL, batch_chunks=3)
+
+    assert [[s.source for s in b.sources] for b in batches] == [["a.md"], ["big.md"], ["c.md"]]
+    assert [len(b.chunks) for b in batches] == [1, 9, 1]
+
+
+def test_empty_source_still_gets_a_record() -> None:
+    documents = [doc("empty.md", "he"), doc("full.md")]
+
+    batches = make_batches(documents, chunks_of("full.md", 2), MODEL, batch_chunks=10)
+
+    assert len(batches) == 1
+    assert SourceRecord("empty.md", "he", MODEL, 0) in batches[0].sources
+    assert make_batches([doc("only-empty.md")], [], MODEL, batch_chunks=5)[0].sources == [
+        SourceRecord("only-empty.md", "h1", MODEL, 0)
+    ]
+
+
+def test_no_documents_no_batches() -> None:
+    assert make_batches([], [], MODEL, batch_chunks=5) == []
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_batches_never_split_a_source(seed: int) -> None:
+    rng = random.Random(seed)
+    limit = rng.randint(1, 12)
+    sizes = {f"s{i:03d}.md": rng.choice([0, 1, 1, 2, 3, 5, limit, limit + 1, 3 * limit])
+             for i in range(rng.randint(1, 30))}
+    documents = [doc(s, f"hash-{s}") for s in sizes]
+    chunks = [c for s, n in sizes.items() for c in chunks_of(s, n)]
+    rng.shuffle(chunks)  # chunk order must not matter
+
+    batches = make_batches(documents, chunks, MODEL, batch_chunks=limit)
+
+    # Every source has exactly one record, in exactly one batch, with its own chunk count.
+    listed = [r.source for b in batches for r in b.sources]
+    assert sorted(listed) == sorted(sizes)
+    assert all(r.chunk_count == sizes[r.source] for b in batches for r in b.sources)
+    assert all(r.content_hash == f"hash-{r.source}" and r.model_key == MODEL
+               for b in batches for r in b.sources)
+    # Every chunk is in exactly one batch, and that batch lists the chunk's source.
+    seen = [(c.source, c.ordinal) for b in batches for c in b.chunks]
+    assert sorted(seen) == sorted((c.source, c.ordinal) for c in chunks)
+    for batch in batches:
+        assert {c.source for c in batch.chunks} <= {r.source for r in batch.sources}
+        # Over the limit only when a single source is bigger than the limit by itself.
+        if len(batch.chunks) > limit:
+            assert len([r for r in batch.sources if r.chunk_count]) == 1
+    # Batches are as full as whole sources allow: the next source did not fit.
+    for batch, following in itertools.pairwise(batches):
+        assert len(batch.chunks) + following.sources[0].chunk_count > limit
+
+
+def test_summary_row() -> None:
+    summary = IndexSummary("developer", sources_read=3, unchanged=1, reembedded=2, deleted=1,
+                           chunks_written=5, seconds=1.23456)
+
+    assert summary.as_row() == {"index": "developer", "sources read": 3, "unchanged": 1,
+                                "re-embedded": 2, "deleted": 1, "chunks written": 5,
+                                "seconds": 1.23}
