@@ -6,7 +6,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from ragplate import __version__
-from ragplate.api.routes import docs_search, health
+from ragplate.api.routes import docs_search, health, search
 from ragplate.catalog.errors import RagplateError
 from ragplate.catalog.settings import Settings
 from ragplate.infra.runtime import Runtime
@@ -29,4 +29,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.include_router(health.router)
     app.include_router(docs_search.router)
+    app.include_router(search.router)
     return app

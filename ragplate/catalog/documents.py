@@ -163,6 +163,26 @@ def safe_projection(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {key: metadata[key] for key in SAFE_FIELDS if key in metadata}
 
 
+#: Front-matter switch of a user document: cite it per section, not as a whole.
+SECTION_LABELS_KEY = "safe_label_sections"
+#: Joins a document's safe source label and a section title (``Core · Glossary · ACL``).
+LABEL_SEPARATOR = " · "
+
+
+def section_safe_label(metadata: Mapping[str, Any], section: str | None) -> str | None:
+    """The safe label of a chunk of a document that declares ``safe_label_sections: true``:
+    ``<safe_source_label> · <section>``, where ``section`` is the chunk's deepest heading of
+    level 2 or below, e.g. ``Core · Glossary`` + ``Permission vs ACL``. ``None`` (keep the
+    document's label) when the document does not opt in, has no safe label, or the chunk
+    sits before the first section (under the title only)."""
+    label = metadata.get("safe_source_label")
+    if metadata.get(SECTION_LABELS_KEY) is not True or not isinstance(label, str):
+        return None
+    if not label.strip() or not section or not section.strip():
+        return None
+    return f"{label}{LABEL_SEPARATOR}{section.strip()}"
+
+
 def breadcrumb_text(breadcrumb: Any) -> str:
     """A breadcrumb list rendered as ``A > B > C``."""
     if isinstance(breadcrumb, list):

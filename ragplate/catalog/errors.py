@@ -167,3 +167,16 @@ class RerankAnswerError(RagplateError):
     (a repeated, missing or out-of-range index, or another count)."""
 
     http_status = 502
+
+
+class UnknownEntityError(InvalidInputError):
+    """An embeddable entity name that is not in the registry (``ragplate.catalog.entities``)."""
+
+    def __init__(self, name: str, known: list[str] | None = None) -> None:
+        hint = f" (known: {', '.join(known)})" if known else ""
+        super().__init__(f"unknown entity '{name}'{hint}")
+        self.name = name
+        self.known = known
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.name, self.known))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -93,6 +94,32 @@ PROFILES: dict[str, EmbeddingProfile] = {
     )
 }
 
+
+#: Tests only: fast deterministic hashing embedders (local variant ``hashing-<dims>``, see
+#: ``ragplate.infra.embedders.hashing``) of other dimensions than the real models, so a
+#: switch whose dimensions differ, and fault tests of the switch, run in seconds. The
+#: ``misdeclared`` one declares 32 dimensions but measures 64: its probe must fail.
+TEST_PROFILES: dict[str, EmbeddingProfile] = {
+    p.key: p
+    for p in (
+        EmbeddingProfile(key="local:ragplate/hashing-64", dimensions=64,
+                         local_variant="hashing-64"),
+        EmbeddingProfile(key="local:ragplate/hashing-48", dimensions=48,
+                         local_variant="hashing-48"),
+        EmbeddingProfile(key="local:ragplate/hashing-misdeclared", dimensions=32,
+                         local_variant="hashing-64"),
+    )
+}
+
+
+def enable_test_profiles() -> None:
+    """Declare :data:`TEST_PROFILES` in this process (``RAGPLATE_TEST_PROFILES=true``
+    does it at import, so that subprocesses of a test see them too)."""
+    PROFILES.update(TEST_PROFILES)
+
+
+if os.environ.get("RAGPLATE_TEST_PROFILES", "").strip().lower() in ("1", "true", "yes", "on"):
+    enable_test_profiles()
 
 def get_profile(key: str, profiles: dict[str, EmbeddingProfile] | None = None) -> EmbeddingProfile:
     """The declared profile for ``key``; raises :class:`UnknownProfileError`."""

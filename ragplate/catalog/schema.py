@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 
 metadata = sa.MetaData()
 
@@ -34,6 +34,14 @@ rag_sources = sa.Table(
     ),
 )
 
+#: Generated keyword-search vector of a documentation chunk (migration 0004): the words of
+#: its source label and heading breadcrumb weigh A, its text D, English stemming.
+DOCS_SEARCH_VECTOR = (
+    "setweight(to_tsvector('english'::regconfig, translate(source, '/_.-', '    ') || ' ' "
+    "|| coalesce(metadata->>'heading_breadcrumb', '')), 'A') "
+    "|| setweight(to_tsvector('english'::regconfig, text), 'D')"
+)
+
 #: Documentation chunks. ``embedding`` has no fixed length so several models can live side
 #: by side; each (index, model) gets its own partial HNSW index on a typed cast.
 rag_chunks = sa.Table(
@@ -47,5 +55,93 @@ rag_chunks = sa.Table(
     sa.Column("text", sa.Text, nullable=False),
     sa.Column("metadata", JSONB, nullable=False),
     sa.Column("embedding", Vector(), nullable=False),
+    sa.Column("search", TSVECTOR, sa.Computed(DOCS_SEARCH_VECTOR, persisted=True)),
     sa.Index("ix_rag_chunks_source", "index_name", "model_key", "source"),
+    sa.Index("ix_rag_chunks_search", "search", postgresql_using="gin"),
+)
+
+#: Generated keyword-search vector of a content translation: the title weighs most.
+CONTENT_SEARCH_VECTOR = (
+    "setweight(to_tsvector('simple', title), 'A') || to_tsvector('simple', body)"
+)
+
+#: The records of the shipped entity ``cms.contents`` (texts are in the translations).
+cms_contents = sa.Table(
+    "cms_contents",
+    metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
+    sa.Column("tenant", sa.Text, nullable=False, server_default="global"),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column(
+        "created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
+    ),
+    sa.Column(
+        "updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
+    ),
+    sa.CheckConstraint(
+        "status IN ('draft', 'published', 'archived')", name="ck_cms_contents_status"
+    ),
+)
+
+#: One row per content and locale.
+cms_content_translations = sa.Table(
+    "cms_content_translations",
+    metadata,
+    sa.Column(
+        "content_id",
+        sa.BigInteger,
+        sa.ForeignKey("cms_contents.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("locale", sa.Text, primary_key=True),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("body", sa.Text, nullable=False),
+    sa.Column("search", TSVECTOR, sa.Computed(CONTENT_SEARCH_VECTOR, persisted=True)),
+    sa.Index("ix_cms_content_translations_search", "search", postgresql_using="gin"),
+)
+
+#: Vectors of embeddable records, one per (entity, record, locale, model). ``embedding``
+#: has no fixed length: each model key gets its own partial HNSW index on a typed cast
+#: (see ``ragplate.infra.stores.model_embeddings``), created on demand.
+model_embeddings = sa.Table(
+    "model_embeddings",
+    metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
+    sa.Column("entity", sa.Text, nullable=False),
+    sa.Column("record_key", sa.Text, nullable=False),
+    sa.Column("locale", sa.Text, nullable=False),
+    sa.Column("model_key", sa.Text, nullable=False),
+    sa.Column("text_hash", sa.Text, nullable=False),
+    sa.Column("embedding", Vector(), nullable=False),
+    sa.Column(
+        "created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
+    ),
+    sa.UniqueConstraint(
+        "entity", "record_key", "locale", "model_key", name="uq_model_embeddings_text"
+    ),
+    # "Does this model have vectors?" and the prune of other models, without walking
+    # every record of the unique index.
+    sa.Index("ix_model_embeddings_model", "model_key", "entity"),
+)
+
+#: The embedding-model switch state: a single row (id 1). ``status`` (idle, running,
+#: failed) and ``target`` are read by writers of records (a running or failed switch makes
+#: them embed with the target too); the full state is ``data`` (see
+#: ``ragplate.catalog.switch.SwitchState``). Written only under the state advisory lock.
+embedding_switch = sa.Table(
+    "embedding_switch",
+    metadata,
+    sa.Column("id", sa.SmallInteger, primary_key=True),
+    sa.Column("status", sa.Text, nullable=False, server_default="idle"),
+    sa.Column("phase", sa.Text, nullable=True),
+    sa.Column("target", sa.Text, nullable=True),
+    sa.Column("previous", sa.Text, nullable=True),
+    sa.Column("data", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
+    sa.Column(
+        "updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
+    ),
+    sa.CheckConstraint("id = 1", name="ck_embedding_switch_single_row"),
+    sa.CheckConstraint(
+        "status IN ('idle', 'running', 'failed')", name="ck_embedding_switch_status"
+    ),
 )

@@ -17,10 +17,12 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
+    ValidationInfo,
     field_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ragplate.catalog.entities import Entity
 from ragplate.catalog.errors import ConfigurationError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +32,7 @@ DEFAULT_PROFILE = "local:intfloat/multilingual-e5-small"
 SplitterName = Literal["markdown_aware", "sentence", "delimiter"]
 StoreName = Literal["pgvector", "filesystem", "memory"]
 RerankApi = Literal["tei", "cohere"]
+DocsRetrieval = Literal["vector", "hybrid"]
 
 
 def _default_home() -> Path:
@@ -178,6 +181,18 @@ class Settings(BaseSettings):
         default=None,
         description="Similarity floor for retrieval hits (off by default).",
     )
+    docs_retrieval: DocsRetrieval = Field(
+        default="vector",
+        description="Documentation retrieval strategy (developer and user indexes): vector "
+        "(default) or hybrid (PostgreSQL full-text BM25 + vector, fused by reciprocal rank "
+        "fusion; the memory and filesystem stores compute BM25 in Python).",
+    )
+    search_adaptive_tuning: bool = Field(
+        default=False,
+        description="Application search (balanced and deep): fuse keyword, vector and hybrid "
+        "with the committed retrieval tuning profile (ragplate/catalog/search_tuning.py: "
+        "weighted scores + RRF + agreement, per query class) instead of plain RRF.",
+    )
     policy_classification_version: str = Field(
         default="in-app-docs-v1",
         description="policy_classification_version a user-corpus document must declare.",
@@ -202,6 +217,61 @@ class Settings(BaseSettings):
     )
     api_host: str = Field(default="127.0.0.1", description="Address the API binds to.")
     api_port: int = Field(default=8000, ge=1, le=65535, description="Port the API binds to.")
+    entities: list[Entity] = Field(
+        default_factory=list,
+        description="Extra embeddable entities as a JSON list of objects (name, table, "
+        "key_column, key_type, tenant_column, status_column, searchable_statuses, translations "
+        "{table, key_column, locale_column, text_fields, search_column}); cms.contents is "
+        "shipped. Their tables are the operator's to create.",
+    )
+
+    # The embedding-model switch (``ragplate embeddings switch``). Out-of-range values fall
+    # back instead of failing, as the switch's operating notes say: a typo must not stop a
+    # switch that is half done.
+    index_chunk_size: int = Field(
+        default=250,
+        description="Records per index chunk of the embedding switch (one Prefect task run "
+        "each). Below 1 or not a number: 250; above 2000: 2000.",
+    )
+    rag_chunk_size: int = Field(
+        default=20,
+        description="Documentation files per documentation chunk of the embedding switch. "
+        "Below 1 or not a number: 20; above 200: 200.",
+    )
+    index_chunk_stall_seconds: float = Field(
+        default=900.0,
+        description="Seconds a chunked switch phase waits with chunks queued and none "
+        "written before it fails naming the queue and its worker. Below 1 or not a "
+        "number: 900.",
+    )
+    state_lock_wait_seconds: float = Field(
+        default=10.0,
+        description="Seconds a writer of the switch state waits for its advisory lock "
+        "before failing (and being retried). Below 1 or not a number: 10.",
+    )
+    switch_gate_margin: float = Field(
+        default=0.05,
+        description="Largest drop of hit@5 or MRR (target against serving model, on the "
+        "switch-gate dataset) that still lets a switch activate. Outside 0-1 or not a "
+        "number: 0.05.",
+    )
+    switch_retry_delays: list[float] = Field(
+        default_factory=lambda: [10.0, 30.0],
+        description="Seconds between the three tries of a switch chunk task, as a JSON "
+        "list (default [10, 30]); tests lower them.",
+    )
+    test_profiles: bool = Field(
+        default=False,
+        description="Tests only: also declare the fast hashing embedding profiles "
+        "(local:ragplate/hashing-64 and others; read when ragplate starts).",
+    )
+
+    @field_validator("index_chunk_size", "rag_chunk_size", "index_chunk_stall_seconds",
+                     "state_lock_wait_seconds", "switch_gate_margin", mode="before")
+    @classmethod
+    def _switch_fallbacks(cls, value: object, info: ValidationInfo) -> object:
+        return switch_fallback(info.field_name or "", value)
+
     @field_validator("home", mode="after")
     @classmethod
     def _absolute_home(cls, value: Path) -> Path:
@@ -243,6 +313,36 @@ class Settings(BaseSettings):
     def log_dir(self) -> Path:
         """Where the embedded services write their logs."""
         return self.home / "logs"
+
+
+#: (default, lower bound, cap) of the switch settings that fall back instead of failing.
+SWITCH_BOUNDS: dict[str, tuple[float, float, float | None]] = {
+    "index_chunk_size": (250, 1, 2000),
+    "rag_chunk_size": (20, 1, 200),
+    "index_chunk_stall_seconds": (900, 1, None),
+    "state_lock_wait_seconds": (10, 1, None),
+    "switch_gate_margin": (0.05, 0, None),
+}
+
+
+def switch_fallback(name: str, value: object) -> float:
+    """A switch setting's value with the fallbacks of its bounds: not a number or below the
+    lower bound gives the default, above the cap gives the cap (the margin has no cap: a
+    value above 1 is invalid and gives the default too)."""
+    default, low, cap = SWITCH_BOUNDS[name]
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return default
+    if number != number or number < low:  # NaN compares unequal to itself
+        return default
+    if name == "switch_gate_margin" and number > 1:
+        return default
+    if cap is not None and number > cap:
+        return cap
+    if name in ("index_chunk_size", "rag_chunk_size"):
+        return float(int(number))
+    return number
 
 
 def clamp_top_k(value: int) -> int:

@@ -4,12 +4,17 @@ Developer retrieval is a plain vector search over the developer index. User retr
 the audience, tenant, permission, locale (and module) filters inside the store query, then
 re-checks the audience policy and keeps only the safe fields: a hit that fails either is
 dropped (fail closed).
+
+Both take a ``strategy`` (the ``RAGPLATE_DOCS_RETRIEVAL`` setting): ``vector`` (default) or
+``hybrid``, where the store's keyword (BM25) ranking and the vector ranking are each reduced
+to distinct labels and fused by reciprocal rank fusion; the user index's filters run inside
+both store queries. A hybrid hit's ``score`` is its fused score.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, cast
 
 from ragplate.catalog.documents import (
     AccessContext,
@@ -17,13 +22,18 @@ from ragplate.catalog.documents import (
     breadcrumb_text,
     safe_projection,
 )
-from ragplate.catalog.settings import clamp_top_k
+from ragplate.catalog.errors import ConfigurationError
+from ragplate.catalog.settings import DocsRetrieval, clamp_top_k
 from ragplate.infra.embedders.base import Embedder
-from ragplate.infra.stores.base import DocumentStore, SearchFilters, StoreHit
+from ragplate.infra.stores.base import DocumentStore, KeywordSearch, SearchFilters, StoreHit
+from ragplate.tasks.fuse import reciprocal_rank_fusion
 
 EXCERPT_CHARS = 600
 #: Chunks fetched per requested hit, so distinct sources can fill top-k.
 OVERFETCH = 4
+#: Chunks each ranking contributes to a hybrid fusion (both rankings are cheap at this depth).
+HYBRID_DEPTH = 50
+STRATEGIES: tuple[DocsRetrieval, ...] = ("vector", "hybrid")
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,64 @@ def distinct_sources(hits: list[StoreHit], label_key: str | None, top_k: int) ->
     return result
 
 
+def _label(hit: StoreHit, label_key: str | None) -> str:
+    return str(hit.metadata.get(label_key) if label_key else hit.source)
+
+
+def fuse_by_label(
+    rankings: list[list[StoreHit]], label_key: str | None
+) -> list[StoreHit]:
+    """Reciprocal rank fusion of chunk rankings at the level of labels: each ranking counts
+    a label once, at its best chunk; the fused list holds one chunk per label (the first
+    ranking's chunk when it has one), scored with the fused score."""
+    best: dict[str, StoreHit] = {}
+    orders: list[list[str]] = []
+    for ranking in rankings:
+        order = []
+        for hit in ranking:
+            label = _label(hit, label_key)
+            if label not in order:
+                order.append(label)
+                best.setdefault(label, hit)
+        orders.append(order)
+    return [replace(best[label], score=score)
+            for label, score in reciprocal_rank_fusion(orders)]
+
+
+def keyword_store(store: DocumentStore) -> KeywordSearch:
+    """``store`` as a keyword-search store; refuses a driver without keyword search."""
+    if not isinstance(store, KeywordSearch):
+        raise ConfigurationError(
+            f"hybrid documentation retrieval needs keyword search, which the store "
+            f"{type(store).__name__} does not offer (set RAGPLATE_DOCS_RETRIEVAL=vector)")
+    return cast(KeywordSearch, store)
+
+
+def _candidates(
+    query: str,
+    *,
+    store: DocumentStore,
+    embedder: Embedder,
+    depth: int,
+    filters: SearchFilters | None,
+    min_score: float | None,
+    strategy: DocsRetrieval,
+    label_key: str | None,
+) -> list[StoreHit]:
+    """Chunks in rank order: the vector ranking, or (hybrid) the fused ranking."""
+    if strategy not in STRATEGIES:
+        raise ConfigurationError(f"unknown documentation retrieval {strategy!r} "
+                                 f"(accepted: {', '.join(STRATEGIES)})")
+    searcher = keyword_store(store) if strategy == "hybrid" else None
+    vector = embedder.embed_query(query)
+    if searcher is None:
+        return store.search(vector, top_k=depth, filters=filters, min_score=min_score)
+    dense = store.search(vector, top_k=HYBRID_DEPTH, filters=filters, min_score=min_score)
+    sparse = searcher.keyword_search(query, top_k=HYBRID_DEPTH, filters=filters,
+                                     label_key=label_key)
+    return fuse_by_label([dense, sparse], label_key)
+
+
 def retrieve_developer(
     query: str,
     *,
@@ -77,11 +145,13 @@ def retrieve_developer(
     embedder: Embedder,
     top_k: int,
     min_score: float | None = None,
+    strategy: DocsRetrieval = "vector",
 ) -> list[Hit]:
-    """Vector search over the developer index, no access gate (not per-user data)."""
+    """Search the developer index, no access gate (not per-user data). ``min_score`` is a
+    floor on vector similarity (in hybrid mode it filters the vector ranking only)."""
     k = clamp_top_k(top_k)
-    vector = embedder.embed_query(query)
-    raw = store.search(vector, top_k=k * OVERFETCH, min_score=min_score)
+    raw = _candidates(query, store=store, embedder=embedder, depth=k * OVERFETCH,
+                      filters=None, min_score=min_score, strategy=strategy, label_key=None)
     return [
         Hit(
             source_label=h.source,
@@ -115,12 +185,13 @@ def retrieve_user(
     policy: AudiencePolicy,
     top_k: int,
     min_score: float | None = None,
+    strategy: DocsRetrieval = "vector",
 ) -> list[Hit]:
-    """Filtered vector search over the user index, projected to the safe fields."""
+    """Filtered search over the user index, projected to the safe fields."""
     k = clamp_top_k(top_k)
-    vector = embedder.embed_query(query)
-    raw = store.search(vector, top_k=k * OVERFETCH, filters=user_filters(access),
-                       min_score=min_score)
+    raw = _candidates(query, store=store, embedder=embedder, depth=k * OVERFETCH,
+                      filters=user_filters(access), min_score=min_score, strategy=strategy,
+                      label_key="safe_source_label")
     hits = []
     for h in distinct_sources(raw, "safe_source_label", k * OVERFETCH):
         # The store already filtered; this second check keeps a driver bug from leaking.

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from ragplate.catalog.documents import Chunk, Document
+from ragplate.catalog.documents import Chunk, Document, section_safe_label
 from ragplate.catalog.errors import ConfigurationError
 from ragplate.catalog.settings import Settings
 
@@ -183,8 +183,12 @@ def _chunk(
     crumb: list[str],
     prepend: bool,
     label: bool = False,
+    section: str | None = None,
 ) -> Chunk:
     metadata: dict[str, Any] = {**document.metadata, "heading_breadcrumb": list(crumb)}
+    safe_label = section_safe_label(document.metadata, section)
+    if safe_label is not None:
+        metadata["safe_source_label"] = safe_label
     # A chunk alone loses which document and section it came from; the header puts that
     # context into the embedded text only, not into the stored excerpt.
     header = [source_title(document.source)] if label else []
@@ -224,7 +228,7 @@ class MarkdownAwareSplitter:
     def split(self, document: Document) -> list[Chunk]:
         """The document's chunks, section by section."""
         chunks: list[Chunk] = []
-        for crumb, blocks in self._sections(document.text):
+        for crumb, section, blocks in self._sections(document.text):
             items: list[list[_Unit]] = []
             for block in blocks:
                 if _words(_render(block)) <= self.max_words:
@@ -236,15 +240,18 @@ class MarkdownAwareSplitter:
                 if text.strip():
                     chunks.append(
                         _chunk(document, len(chunks), text, crumb,
-                               self.prepend_heading_breadcrumb, self.prepend_source_label)
+                               self.prepend_heading_breadcrumb, self.prepend_source_label,
+                               section)
                     )
         return chunks
 
-    def _sections(self, text: str) -> list[tuple[list[str], list[list[_Unit]]]]:
+    def _sections(self, text: str) -> list[tuple[list[str], str | None, list[list[_Unit]]]]:
+        """(breadcrumb, section, blocks) per heading section; ``section`` is the deepest
+        heading of level 2 or below (``None`` before the first one)."""
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         lines = text.split("\n")
         tokens = _MARKDOWN.parse(text)
-        sections: list[tuple[list[str], list[list[_Unit]]]] = [([], [])]
+        sections: list[tuple[list[str], str | None, list[list[_Unit]]]] = [([], None, [])]
         stack: list[tuple[int, str]] = []
         covered = 0
 
@@ -255,7 +262,7 @@ class MarkdownAwareSplitter:
                 if line.strip():
                     run.append(line)
                 elif run:
-                    sections[-1][1].append([_Unit("\n".join(run), len(sections[-1][1]))])
+                    sections[-1][2].append([_Unit("\n".join(run), len(sections[-1][2]))])
                     run = []
 
         for index, token in enumerate(tokens):
@@ -269,12 +276,13 @@ class MarkdownAwareSplitter:
                 while stack and stack[-1][0] >= level:
                     stack.pop()
                 stack.append((level, _inline_text(tokens[index + 1])))
-                sections.append(([title for _, title in stack if title], []))
+                section = next((t for lvl, t in reversed(stack) if lvl >= 2 and t), None)
+                sections.append(([title for _, title in stack if title], section, []))
             else:
-                block_id = len(sections[-1][1])
-                sections[-1][1].append(self._units(tokens, index, lines, block_id))
+                block_id = len(sections[-1][2])
+                sections[-1][2].append(self._units(tokens, index, lines, block_id))
         add_gap(len(lines))
-        return [(crumb, [b for b in blocks if b]) for crumb, blocks in sections]
+        return [(crumb, section, [b for b in blocks if b]) for crumb, section, blocks in sections]
 
     @staticmethod
     def _units(tokens: list[Token], index: int, lines: list[str], block: int) -> list[_Unit]:

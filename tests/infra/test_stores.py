@@ -183,14 +183,16 @@ class TestPgvectorStore(DocumentStoreContract):
         return store
 
     def test_search_uses_the_hnsw_index(self, wide: PgvectorStore) -> None:
-        plan = wide.explain(np.ones(384, dtype=np.float32), top_k=5)
+        plan = wide.explain(np.ones(384, dtype=np.float32), top_k=5, prefer_index=True)
         assert f"Index Scan using {wide.index_name}" in plan
 
     def test_filters_run_inside_sql(self, wide: PgvectorStore) -> None:
         filters = SearchFilters(
             audiences=("user",), tenant_scopes=("global",), permissions=frozenset()
         )
-        plan = wide.explain(np.ones(384, dtype=np.float32), top_k=5, filters=filters)
+        plan = wide.explain(
+            np.ones(384, dtype=np.float32), top_k=5, filters=filters, prefer_index=True
+        )
         assert f"Index Scan using {wide.index_name}" in plan
         assert "(metadata ->> 'audience'::text) = ANY ('{user}'::text[])" in plan
         assert "required_permissions" in plan and "jsonb_array_elements_text" in plan

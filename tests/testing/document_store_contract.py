@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ragplate.catalog.documents import Chunk
-from ragplate.catalog.errors import DimensionMismatchError
+from ragplate.catalog.errors import DimensionMismatchError, EmbeddingError
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.infra.stores.base import (
     DocumentStore,
@@ -182,11 +182,11 @@ class DocumentStoreContract:
         want = {i.chunk.source: float(s) for i, s in zip(items, expected, strict=True)}
         assert scores == pytest.approx(want, abs=1e-4)
 
-    def test_zero_vector_scores_zero(self, store: DocumentStore) -> None:
-        load(store, [*basic_items(), item("z", 0, vec(0, 0, 0, 0))])
-        hits = store.search(Q, top_k=5)
-        expected = [("a", 1.0), ("b", 0.9939), ("c", 0.0), ("z", 0.0), ("d", -1.0)]
-        assert [(h.source, round(h.score, 4)) for h in hits] == expected
+    def test_zero_vector_is_refused_and_nothing_written(self, store: DocumentStore) -> None:
+        load(store, basic_items())
+        with pytest.raises(EmbeddingError, match="zero vector"):
+            load(store, [item("z", 0, vec(0, 0, 0, 0))])
+        assert store.count() == 4 and "z" not in store.sources()
 
     def test_top_k(self, store: DocumentStore) -> None:
         load(store, basic_items())

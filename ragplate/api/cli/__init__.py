@@ -10,7 +10,17 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ragplate.api.cli import bench, docs, embeddings, servers, services
+from ragplate.api.cli import (
+    bench,
+    demo,
+    docs,
+    embeddings,
+    evaluate,
+    evaluate_content,
+    search,
+    servers,
+    services,
+)
 from ragplate.catalog.errors import RagplateError
 
 HELP = """Documentation intelligence: index Markdown docs, retrieve with citations.
@@ -45,6 +55,10 @@ app.add_typer(embeddings.app, name="embeddings")
 app.add_typer(services.db_app, name="db")
 app.add_typer(bench.app, name="bench")
 app.add_typer(servers.app, name="servers")
+app.add_typer(demo.app, name="demo")
+app.add_typer(evaluate.app, name="evaluate")
+evaluate_content.register(app, evaluate.app)
+app.command("search")(search.search)
 
 err_console = Console(stderr=True)
 

@@ -33,3 +33,28 @@ def indexing(
     from ragplate.bench.indexing import run
 
     run(corpus=corpus, datasets=datasets, output=output)
+
+
+@app.command("switch")
+def switch(
+    records: Annotated[int, typer.Option(min=10, help="cms.contents records (~40 words).")] = (
+        2000
+    ),
+    source: Annotated[str, typer.Option(help="Model serving before the switch.")] = (
+        "local:intfloat/multilingual-e5-small"
+    ),
+    target: Annotated[str, typer.Option(help="Model switched to.")] = (
+        "local:cnmoro/portuguese-multilingual-e5-small"
+    ),
+    output: Annotated[Path, typer.Option(help="Where to write the figures.")] = Path(
+        "reports/bench-switch.json"
+    ),
+) -> None:
+    """Time a full embedding-model switch against the raw embedding of the same texts,
+    and measure the rework a SIGKILL costs once resumed. Uses a scratch RAGPLATE_HOME.
+
+    Example: ragplate bench switch --records 2000
+    """
+    from ragplate.bench.switch import run
+
+    run(records=records, output=output, source=source, target=target)

@@ -118,10 +118,12 @@ def retrieve(
                                permissions=frozenset(permission or []), module=module)
         hits = retrieve_user(question, store=store, embedder=embedder, access=access,
                              policy=runtime.policy, top_k=k,
-                             min_score=runtime.settings.min_similarity)
+                             min_score=runtime.settings.min_similarity,
+                             strategy=runtime.settings.docs_retrieval)
     else:
         hits = retrieve_developer(question, store=store, embedder=embedder, top_k=k,
-                                  min_score=runtime.settings.min_similarity)
+                                  min_score=runtime.settings.min_similarity,
+                                  strategy=runtime.settings.docs_retrieval)
     if json_output:
         print_json({"hits": [h.as_dict() for h in hits]})
         return

@@ -9,7 +9,8 @@ import typer
 from ragplate.api.cli.output import console, print_json
 from ragplate.catalog.errors import DimensionMismatchError
 
-app = typer.Typer(help="Embedding profiles: probe a profile's provider.", no_args_is_help=True)
+app = typer.Typer(help="Embedding profiles: probe a profile's provider, switch the serving model.",
+                  no_args_is_help=True)
 
 
 @app.command("probe")
@@ -43,3 +44,9 @@ def probe_command(
     if not result.ok:
         raise DimensionMismatchError(profile.key, result.declared_dimensions,
                                      result.measured_dimensions)
+
+
+# The model switch has its own module (it is larger than the probe); same command group.
+from ragplate.api.cli import embeddings_switch  # noqa: E402
+
+embeddings_switch.register(app)

@@ -35,7 +35,8 @@ class SearchResponse(BaseModel):
 
 @router.post("/search", response_model=SearchResponse)
 def search(request: SearchRequest, runtime: RuntimeDep) -> SearchResponse:
-    """Vector search over the developer index with the active embedding profile."""
+    """Search the developer index with the active embedding profile (vector, or hybrid
+    with ``RAGPLATE_DOCS_RETRIEVAL=hybrid``)."""
     profile = runtime.active_profile()
     hits = retrieve_developer(
         request.query,
@@ -43,5 +44,6 @@ def search(request: SearchRequest, runtime: RuntimeDep) -> SearchResponse:
         embedder=runtime.embedder(profile),
         top_k=request.top_k,
         min_score=runtime.settings.min_similarity,
+        strategy=runtime.settings.docs_retrieval,
     )
     return SearchResponse(hits=[SearchHit(**h.as_dict()) for h in hits])

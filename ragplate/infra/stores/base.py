@@ -9,7 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ragplate.catalog.documents import Chunk, tenant_ids
-from ragplate.catalog.errors import DimensionMismatchError
+from ragplate.catalog.errors import DimensionMismatchError, EmbeddingError
 from ragplate.catalog.profiles import EmbeddingProfile
 
 
@@ -95,12 +95,39 @@ class DocumentStore(Protocol):
         """Remove every chunk and source record of this index and profile."""
 
 
+@runtime_checkable
+class KeywordSearch(Protocol):
+    """A store that can also rank chunks by keywords (BM25): what hybrid documentation
+    retrieval needs besides :class:`DocumentStore`. Every shipped driver implements it."""
+
+    def keyword_search(
+        self,
+        query: str,
+        *,
+        top_k: int,
+        filters: SearchFilters | None = None,
+        label_key: str | None = None,
+    ) -> list[StoreHit]:
+        """The ``top_k`` best labels (the source, or metadata ``label_key``) for ``query``
+        by BM25 over all their chunks that pass ``filters``, each as its chunk holding
+        most query words; labels matching no query word are not returned."""
+
+
 def check_dimensions(profile: EmbeddingProfile, items: Sequence[EmbeddedChunk]) -> None:
-    """Refuse any vector whose length is not the profile's; nothing is written."""
+    """Refuse any vector whose length is not the profile's, or (for cosine) that has no
+    direction; nothing is written."""
     for item in items:
-        actual = int(np.asarray(item.embedding).shape[-1])
+        vector = np.asarray(item.embedding)
+        actual = int(vector.shape[-1])
         if actual != profile.dimensions:
             raise DimensionMismatchError(profile.key, profile.dimensions, actual)
+        # Cosine is undefined for a zero vector: pgvector's HNSW index cannot rank it, so
+        # such a chunk would silently vanish from searches. It is a broken embedding.
+        if profile.similarity == "cosine" and not np.any(vector):
+            raise EmbeddingError(
+                f"{item.chunk.source}#{item.chunk.ordinal}: zero vector from profile "
+                f"'{profile.key}' (cosine similarity is undefined)"
+            )
 
 
 def check_sources_cover(items: Sequence[EmbeddedChunk], sources: Sequence[SourceRecord]) -> None:

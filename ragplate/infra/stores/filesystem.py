@@ -247,6 +247,19 @@ class FilesystemStore:
             table = self._table()
         return table.search(self.profile, query, top_k, filters, min_score)
 
+    def keyword_search(
+        self,
+        query: str,
+        *,
+        top_k: int,
+        filters: SearchFilters | None = None,
+        label_key: str | None = None,
+    ) -> list[StoreHit]:
+        """The ``top_k`` best labels for ``query`` by BM25 (see ``stores.lexical``)."""
+        with self._lock:
+            table = self._table()
+        return table.keyword_search(query, top_k, filters, label_key)
+
     def count(self) -> int:
         """Number of chunks in this index for this profile."""
         with self._lock:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -26,6 +27,7 @@ from ragplate.infra.stores.base import (
     matches,
     similarity_score,
 )
+from ragplate.infra.stores.lexical import bm25_scores, term_counts, tokens
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,35 @@ class ChunkTable:
         )
         return rank_hits(hits, top_k)
 
+    def keyword_search(
+        self, query: str, top_k: int, filters: SearchFilters | None, label_key: str | None
+    ) -> list[StoreHit]:
+        """BM25 per label over the rows that pass ``filters`` (see ``stores.lexical``):
+        each label as its row holding most query words; labels matching no query word are
+        not returned."""
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        rows: dict[str, list[tuple[StoredChunk, Counter[str]]]] = {}
+        for row in self.rows:
+            if matches(row.metadata, filters):
+                label = str(row.metadata.get(label_key) if label_key else row.source)
+                rows.setdefault(label, []).append(
+                    (row, term_counts(row.source, row.text, row.metadata)))
+        labels = list(rows)
+        totals = [sum((c for _, c in rows[label]), Counter()) for label in labels]
+        lengths = [float(sum(len(c) for _, c in rows[label])) for label in labels]
+        words = set(tokens(query))
+        hits = []
+        for label, score in zip(labels, bm25_scores(query, totals, lengths), strict=True):
+            if score <= 0:
+                continue
+            # The label's representative: the row with most query-word occurrences.
+            row, _ = min(rows[label], key=lambda rc: (-sum(rc[1][w] for w in words),
+                                                      rc[0].source, rc[0].ordinal))
+            hits.append(StoreHit(row.source, row.ordinal, row.text,
+                                 copy.deepcopy(row.metadata), score))
+        return rank_hits(hits, top_k)
+
     def chunk_count(self, sources: Iterable[str]) -> int:
         """How many rows belong to ``sources``."""
         wanted = set(sources)
@@ -202,6 +233,19 @@ class MemoryStore:
         with self._lock:
             table = self._table()
         return table.search(self.profile, query, top_k, filters, min_score)
+
+    def keyword_search(
+        self,
+        query: str,
+        *,
+        top_k: int,
+        filters: SearchFilters | None = None,
+        label_key: str | None = None,
+    ) -> list[StoreHit]:
+        """The ``top_k`` best labels for ``query`` by BM25 (see ``stores.lexical``)."""
+        with self._lock:
+            table = self._table()
+        return table.keyword_search(query, top_k, filters, label_key)
 
     def count(self) -> int:
         """Number of chunks in this index for this profile."""

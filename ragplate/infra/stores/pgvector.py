@@ -27,6 +27,7 @@ from ragplate.infra.stores.base import (
     check_sources_cover,
 )
 from ragplate.infra.stores.memory import check_query, rank_hits
+from ragplate.infra.stores.pg_keyword import keyword_sql
 
 _COPY = (
     "COPY rag_chunks (index_name, model_key, source, ordinal, text, metadata, embedding) "
@@ -156,7 +157,12 @@ class PgvectorStore:
         with self._transaction() as conn:
             # IF NOT EXISTS alone still races: two sessions can both start the build.
             conn.execute(self._lock)
+            created = not self._state(conn)[0]
             conn.execute(sa.text(ddl))
+            if created:
+                # Fresh statistics after a bulk load: without them the planner may judge
+                # the new partial index useless and scan the whole table instead.
+                conn.execute(sa.text("ANALYZE rag_chunks"))
 
     def has_search_index(self) -> bool:
         """Whether the partial HNSW index exists."""
@@ -296,13 +302,47 @@ class PgvectorStore:
         # relaxed_order may return rows slightly out of order: re-sort exactly.
         return rank_hits(hits, top_k)
 
+    def keyword_search(
+        self,
+        query: str,
+        *,
+        top_k: int,
+        filters: SearchFilters | None = None,
+        label_key: str | None = None,
+    ) -> list[StoreHit]:
+        """The ``top_k`` best labels for ``query`` by BM25 over the generated ``search``
+        tsvector (English stemming), each as its chunk holding most query words; filtered
+        in SQL like :meth:`search`."""
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        clauses, params = filter_sql(filters)
+        sql, extra = keyword_sql(" AND ".join([self._scope, *clauses]), query, top_k, label_key)
+        params.update(extra)
+        with self._transaction() as conn:
+            rows = conn.execute(sa.text(sql), params).all()
+        hits = [StoreHit(r.source, r.ordinal, r.text, dict(r.metadata), float(r.score))
+                for r in rows]
+        return rank_hits(hits, top_k)
+
     def explain(
-        self, vector: np.ndarray, *, top_k: int, filters: SearchFilters | None = None
+        self,
+        vector: np.ndarray,
+        *,
+        top_k: int,
+        filters: SearchFilters | None = None,
+        prefer_index: bool = False,
     ) -> str:
-        """The PostgreSQL plan of the query :meth:`search` would run (for diagnosis)."""
+        """The PostgreSQL plan of the query :meth:`search` would run (for diagnosis).
+
+        ``prefer_index`` discourages scans and sorts, to show that the query can use the
+        HNSW index even where the planner rightly scans a small table instead.
+        """
         query = check_query(self.profile, vector, top_k)
         settings, sql, params = self._search_sql(query, top_k, filters)
         with self._transaction() as conn:
+            if prefer_index:
+                conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
+                conn.execute(sa.text("SET LOCAL enable_sort = off"))
             for statement in settings:
                 conn.execute(sa.text(statement))
             return "\n".join(r[0] for r in conn.execute(sa.text("EXPLAIN " + sql), params))

@@ -1,0 +1,208 @@
+"""``ragplate embeddings switch | status | prune``: the embedding-model switch."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from ragplate.api.cli.output import console, print_json
+from ragplate.catalog.switch import Action, SwitchRefusedError
+
+if TYPE_CHECKING:
+    from ragplate.infra.runtime import Runtime
+
+
+def _runtime() -> Runtime:
+    from ragplate.infra.runtime import Runtime
+
+    runtime = Runtime()
+    runtime.engine  # noqa: B018 - start PostgreSQL and migrate before anything else
+    return runtime
+
+
+def _check(runtime: Runtime, profile: str | None, resume: bool, abandon: bool, yes: bool,
+           force_activate: bool, json_output: bool) -> Action:
+    """Validate the options and run every refusal check without writing; returns the
+    action. The flow checks again under the locks before it stores anything."""
+    from ragplate.tasks.switch import preflight
+
+    chosen = [name for name, on in (("start", profile is not None), ("resume", resume),
+                                    ("abandon", abandon)) if on]
+    if len(chosen) != 1:
+        raise SwitchRefusedError("refused: give a PROFILE, or --resume, or --abandon (one)")
+    action: Action = "start" if chosen[0] == "start" else (
+        "resume" if chosen[0] == "resume" else "abandon")
+    if force_activate and action == "abandon":
+        raise SwitchRefusedError("refused: --force-activate goes with a start or --resume")
+    if action == "resume":
+        preflight.resume(runtime, check_only=True)
+        return action
+    if action == "abandon":
+        preflight.abandon(runtime, check_only=True)
+        return action
+    assert profile is not None
+    confirmation = preflight.confirmation(runtime, profile)
+    preflight.start(runtime, profile, check_only=True)
+    if not json_output:
+        for line in confirmation.lines():
+            console.print(escape(line), highlight=False)
+    if yes:
+        return action
+    if not sys.stdin.isatty():
+        raise SwitchRefusedError("refused: confirm with --yes when not on a terminal")
+    if not typer.confirm("Start the switch?", default=False):
+        raise typer.Abort()
+    return action
+
+
+def switch_command(
+    profile: Annotated[str | None, typer.Argument(
+        help="Target profile key (provider:service_model); omit with --resume/--abandon."
+    )] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue a failed or interrupted switch from its stored state.")
+    ] = False,
+    abandon: Annotated[bool, typer.Option(
+        "--abandon", help="Go back to the previous model (same procedure as a switch).")
+    ] = False,
+    force_activate: Annotated[bool, typer.Option(
+        "--force-activate", help="Activate even when the evaluation gate refuses (logged).")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Confirm without a prompt.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+) -> None:
+    """Switch search to another embedding model (Prefect flow embeddings-switch).
+
+    Phases: preflight, embeddings, indexes, verify, activate.
+
+    The target's vectors and documentation indexes are built beside the serving ones;
+    search keeps serving the current model until the activation (one transaction). Every
+    refusal changes nothing. A failed or killed switch continues with --resume; --abandon
+    goes back to the previous model.
+
+    Example: ragplate embeddings switch local:cnmoro/portuguese-multilingual-e5-small --yes
+    """
+    from ragplate.infra.prefect_server import prefect_api
+
+    runtime = _runtime()
+    action = _check(runtime, profile, resume, abandon, yes, force_activate, json_output)
+    with prefect_api(runtime.settings):
+        from ragplate.flows.embeddings_switch import embeddings_switch
+        from ragplate.tasks import progress
+
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn(), console=console, disable=json_output)
+        tasks: dict[str, TaskID] = {}
+
+        def on_progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=total)
+            bar.update(tasks[label], completed=done, total=total)
+
+        with bar, progress.listening(on_progress):
+            summary = embeddings_switch(action=action, profile=profile,
+                                        force_activate=force_activate)
+    if json_output:
+        print_json(summary)
+        return
+    console.print(f"{summary['outcome']}: serving model is now "
+                  f"[bold]{escape(summary['serving'])}[/bold]", highlight=False)
+    if summary.get("prune_pending"):
+        console.print("[yellow]The other models' rows were not dropped: run `ragplate "
+                      "embeddings prune`.[/yellow]")
+
+
+def status_data(runtime: Runtime) -> dict[str, Any]:
+    """The switch state as plain data (starts nothing, writes nothing)."""
+    from ragplate.infra import locks
+    from ragplate.tasks.switch.state import read_state
+
+    state = read_state(runtime.engine)
+    written, pending, round_ = state.chunk_counts()
+    alive = state.status == "running" and locks.run_lock_held(runtime.engine)
+    return {
+        "serving": runtime.active_profile().key, "status": state.status,
+        "phase": state.phase, "target": state.target, "previous": state.previous,
+        "abandon": state.abandon, "running_normally": alive,
+        "interrupted": state.status == "running" and not alive,
+        "failure": state.failure, "error": state.error,
+        "chunks": {"written": written, "pending": pending, "round": round_,
+                   "rewritten": state.chunks_rewritten},
+        "embeddings_round": state.embed_round, "texts_total": state.texts_total,
+        "texts_missing": state.texts_missing, "texts_embedded": state.records_embedded,
+        "docs_files": state.docs_files, "force_activate": state.force_activate,
+        "gate": state.gate, "prune_pending": state.prune_pending,
+        "started_at": state.started_at, "progress_at": state.progress_at,
+        "flow_run_id": state.flow_run_id, "last": state.last,
+    }
+
+
+def status_command(
+    json_output: Annotated[bool, typer.Option("--json", help="Print the state as JSON.")] = False,
+) -> None:
+    """Show the embedding switch state (phase, chunks, round, texts).
+
+    Also says whether a running switch is alive or was interrupted.
+    Example: ragplate embeddings status --json
+    """
+    data = status_data(_runtime())
+    if json_output:
+        print_json(data)
+        return
+    chunks = data["chunks"]
+    lines = [("serving", data["serving"]), ("status", data["status"])]
+    if data["status"] != "idle":
+        state = "running normally" if data["running_normally"] else (
+            "interrupted (its process died): --resume or --abandon" if data["interrupted"]
+            else f"failed ({data['failure']}): {data['error']}")
+        lines += [("phase", data["phase"]), ("target", data["target"]),
+                  ("previous", data["previous"]), ("state", state),
+                  ("chunks", f"written {chunks['written']}, pending {chunks['pending']}, "
+                             f"round {chunks['round']}"),
+                  ("texts", f"embedded {data['texts_embedded']} of {data['texts_total']}")]
+    if data["prune_pending"]:
+        lines.append(("prune", "pending: run `ragplate embeddings prune`"))
+    if data["last"]:
+        lines.append(("last switch", f"{data['last'].get('previous')} -> "
+                                     f"{data['last'].get('target')}"))
+    for key, value in lines:
+        console.print(f"{key:<12}{escape(str(value))}", highlight=False)
+
+
+def prune_command(
+    json_output: Annotated[bool, typer.Option("--json", help="Print what was dropped.")] = False,
+) -> None:
+    """Drop the rows and indexes of every model but the serving one.
+
+    Retries the prune that follows an activation. Refused while a switch is running or
+    failed.
+    Example: ragplate embeddings prune
+    """
+    from ragplate.tasks.switch.activate import prune
+
+    report = prune(_runtime()).as_dict()
+    if json_output:
+        print_json(report)
+        return
+    console.print(f"kept {escape(report['serving'])}; deleted "
+                  f"{report['vector_rows_deleted']} record vectors, "
+                  f"{report['documentation_chunks_deleted']} documentation chunks; dropped "
+                  f"{len(report['indexes_dropped'])} indexes", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach ``switch``, ``status`` and ``prune`` to the ``embeddings`` app."""
+    app.command("switch")(switch_command)
+    app.command("status")(status_command)
+    app.command("prune")(prune_command)

@@ -1,0 +1,120 @@
+"""``ragplate evaluate …``: retrieval evaluation against graded datasets."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from ragplate.api.cli.output import console, print_json
+from ragplate.catalog.errors import InvalidInputError
+
+app = typer.Typer(help="Evaluate retrieval against graded datasets; reports as JSON + HTML.",
+                  no_args_is_help=True)
+
+
+class IndexName(StrEnum):
+    developer = "developer"
+    user = "user"
+
+
+class Mode(StrEnum):
+    deterministic = "deterministic"
+    live = "live"
+
+
+class Retrieval(StrEnum):
+    vector = "vector"
+    hybrid = "hybrid"
+
+
+@app.command("documentation")
+def documentation(
+    index: Annotated[IndexName, typer.Option(help="The index the dataset targets.")],
+    dataset: Annotated[Path, typer.Option(help="Dataset file (JSON, the laraplate format).")],
+    output: Annotated[Path, typer.Option(help="Report file to write (JSON; the HTML page "
+                                         "goes beside it).")],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing report.")] = False,
+    mode: Annotated[Mode, typer.Option(help="live: the real index; deterministic: the "
+                                       "committed fixture corpus (Level 1, CI).")] = Mode.live,
+    retrieval: Annotated[Retrieval | None, typer.Option(
+        help="vector or hybrid (default: RAGPLATE_DOCS_RETRIEVAL).")] = None,
+    corpus: Annotated[Path | None, typer.Option(
+        help="Deterministic mode: the fixture corpus (default datasets/fixtures/documentation)."
+    )] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Score documentation retrieval on a dataset through the Prefect flow
+    [bold]evaluate-documentation[/bold] and write the report.
+
+    Example: ragplate evaluate documentation --index developer --dataset
+    ../shared/benchmarks/laraplate/2026-09-18-developer-retrieval.json --output
+    reports/developer-retrieval.json --retrieval hybrid
+    """
+    from ragplate.tasks.reports import check_output
+
+    check_output(output, force=force)  # refuse before starting any service
+    if corpus is not None and mode is not Mode.deterministic:
+        raise InvalidInputError("--corpus is only for --mode deterministic")
+    from ragplate.infra.prefect_server import prefect_api
+    from ragplate.infra.runtime import Runtime
+
+    runtime = Runtime()
+    if mode is Mode.live:
+        runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
+    with prefect_api(runtime.settings):
+        from ragplate.flows.evaluate_documentation import evaluate_documentation
+
+        report = evaluate_documentation(
+            index=index.value, dataset=str(dataset), output=str(output), force=force,
+            mode=mode.value, strategy=retrieval.value if retrieval else None,
+            corpus=str(corpus) if corpus else None)
+    if json_output:
+        print_json(report)
+        return
+    _print(report, output)
+
+
+@app.command("check")
+def check(
+    file: Annotated[Path, typer.Argument(help="A documentation dataset or report (JSON).")],
+) -> None:
+    """Validate a documentation dataset (schema, caps, expectation suite) or a report
+    (expectation suite); print which expectation failed.
+
+    Example: ragplate evaluate check datasets/documentation-user-fixture.json
+    """
+    from ragplate.catalog.datasets import DocumentationDataset
+    from ragplate.tasks import expectations
+    from ragplate.tasks.datasets import read_dataset
+
+    try:
+        data: Any = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"{file}: cannot be read as JSON ({exc})") from exc
+    if isinstance(data, dict) and "cases" in data:
+        result = expectations.validate_documentation_dataset(
+            read_dataset(file, DocumentationDataset).data)
+    elif isinstance(data, dict) and "metrics" in data:
+        result = expectations.validate_documentation_report(data)
+    else:
+        raise InvalidInputError(f"{file}: neither a dataset (cases) nor a report (metrics)")
+    console.print(f"{file}: suite {result.suite} passed ({result.expectations} expectations, "
+                  f"{result.rows} rows)", highlight=False, soft_wrap=True)
+
+
+def _print(report: dict[str, Any], output: Path) -> None:
+    table = Table(title=f"{report['module']} / {report['index_profile']} "
+                        f"({report['retrieval']['mode']}, {report['retrieval']['strategy']})")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in report["metrics"].items():
+        table.add_row(key, str(value))
+    for key, value in report["latency_ms"].items():
+        table.add_row(f"latency {key} ms", str(value))
+    console.print(table)
+    console.print(f"Report: {output} (HTML: {output.with_suffix('.html')})", highlight=False)

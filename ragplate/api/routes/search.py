@@ -1,0 +1,80 @@
+"""``POST /v1/search``: application search over an embeddable entity (e.g. cms.contents)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from ragplate.api.deps import RuntimeDep
+from ragplate.tasks.app_search import search_with_runtime
+
+router = APIRouter(prefix="/v1", tags=["search"])
+
+
+class AppSearchRequest(BaseModel):
+    """A search over the published records of one entity, in one locale."""
+
+    entity: str = Field(min_length=1, max_length=100, description="e.g. cms.contents")
+    query: str = Field(min_length=1, max_length=2000, description="What to look for.")
+    mode: Literal["fast", "balanced", "deep"] = Field(
+        default="balanced",
+        description="fast: keywords only, no model; balanced: keywords + vectors fused "
+        "(hybrid); deep: balanced + reranking. A cheaper mode may answer: see "
+        "meta.search.degraded_reason.",
+    )
+    locale: str = Field(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$",
+                        description="Language of the results (en, it, …).")
+    tenant: str | None = Field(
+        default=None, min_length=1, max_length=200,
+        description="The caller's tenant: records of 'global' and of this tenant are searched.",
+    )
+    top_k: int = Field(default=10, ge=1, le=50, description="Hits to return (1-50).")
+
+
+class AppSearchHit(BaseModel):
+    """One record, in the requested locale."""
+
+    id: str
+    title: str
+    excerpt: str
+    score: float
+    locale: str
+
+
+class SearchInfo(BaseModel):
+    """How the hits were obtained."""
+
+    mode_requested: str
+    mode: str = Field(description="The mode that answered.")
+    degraded_reason: str | None = Field(
+        description="Why a cheaper mode answered: embedder_unavailable, no_vectors, "
+        "embedder_failed, reranker_unavailable or reranker_failed; null when none did."
+    )
+    model_key: str | None = Field(description="The embedding model of the vectors searched.")
+    strategies: list[str] = Field(description="keyword, and vector + hybrid when vectors ran.")
+    reranked: bool
+
+
+class SearchMetaModel(BaseModel):
+    """Response metadata."""
+
+    search: SearchInfo
+
+
+class AppSearchResponse(BaseModel):
+    """Hits, best first, and ``meta.search``."""
+
+    hits: list[AppSearchHit]
+    meta: SearchMetaModel
+
+
+@router.post("/search", response_model=AppSearchResponse)
+def search(request: AppSearchRequest, runtime: RuntimeDep) -> AppSearchResponse:
+    """Keyword, vector or hybrid search of an entity's records (unknown entity: 422)."""
+    result = search_with_runtime(
+        runtime, entity=request.entity, query=request.query, mode=request.mode,
+        locale=request.locale, tenant=request.tenant, top_k=request.top_k,
+    )
+    return AppSearchResponse.model_validate(result.as_dict())

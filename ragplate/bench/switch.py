@@ -1,0 +1,203 @@
+"""Switch benchmark: a full embedding-model switch over N records of about 40 words (and
+ragplate's docs/) against the raw embedding time of the same texts, plus the rework a
+SIGKILL costs (chunks rewritten, texts embedded twice) once the switch is resumed.
+
+It runs in a scratch RAGPLATE_HOME with its own PostgreSQL and Prefect server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+
+def _texts(runtime: Any, records: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """The texts a switch embeds: one per record, and every documentation chunk."""
+    from ragplate.tasks.read import developer_corpus, read_sources, user_corpus
+    from ragplate.tasks.records import compose_text
+    from ragplate.tasks.split import make_splitter, split_documents
+
+    documents = read_sources(runtime.settings.all_roots())
+    splitter = make_splitter(runtime.settings)
+    chunks = split_documents(developer_corpus(documents), splitter)
+    chunks += split_documents(user_corpus(documents, runtime.policy), splitter)
+    return [compose_text(r) for r in records], [c.text_for_embedding for c in chunks]
+
+
+def _raw(runtime: Any, key: str, records: list[str], docs: list[str]) -> float:
+    """Seconds the target's embedder alone takes for the same texts, in the same batches."""
+    from ragplate.catalog.profiles import get_profile
+
+    embedder = runtime.embedder(get_profile(key))
+    started = time.perf_counter()
+    size = runtime.settings.index_chunk_size
+    for i in range(0, len(records), size):
+        embedder.embed_passages(records[i:i + size])
+    size = runtime.settings.index_batch_chunks
+    for i in range(0, len(docs), size):
+        embedder.embed_passages(docs[i:i + size])
+    return time.perf_counter() - started
+
+
+def _load(runtime: Any, pairs: list[tuple[str, str]], key: str, batch: int = 64) -> None:
+    """Published ``cms.contents`` records (one English translation each) and their
+    vectors of ``key``; the HNSW index is built once at the end."""
+    import sqlalchemy as sa
+
+    from ragplate.catalog.profiles import get_profile
+    from ragplate.infra.stores.model_embeddings import (
+        VectorRow,
+        ensure_model_index,
+        write_vectors,
+    )
+    from ragplate.tasks.records import compose_text, text_hash
+
+    profile = get_profile(key)
+    embedder = runtime.embedder(profile)
+    for start in range(0, len(pairs), batch):
+        part = pairs[start:start + batch]
+        texts = [compose_text(p) for p in part]
+        vectors = embedder.embed_passages(texts)
+        with runtime.engine.begin() as conn:
+            ids = [int(conn.execute(sa.text(
+                "INSERT INTO cms_contents (tenant, status) VALUES ('global', 'published') "
+                "RETURNING id")).scalar_one()) for _ in part]
+            conn.execute(sa.text(
+                "INSERT INTO cms_content_translations (content_id, locale, title, body) "
+                "VALUES (:k, 'en', :t, :b)"),
+                [{"k": k, "t": t, "b": b} for k, (t, b) in zip(ids, part, strict=True)])
+            write_vectors(conn, entity="cms.contents", profile=profile, rows=[
+                VectorRow(str(k), "en", text_hash(t), v)
+                for k, t, v in zip(ids, texts, vectors, strict=True)])
+    with runtime.engine.begin() as conn:
+        ensure_model_index(conn, profile)
+
+
+def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ragplate", *args], env={**os.environ, **env},
+                          capture_output=True, text=True, check=False)
+
+
+def _killed_and_resumed(runtime: Any, target: str, phase: str, point: int) -> dict[str, Any]:
+    """Switch to ``target`` in a subprocess killed at the ``point``-th checkpoint of
+    ``phase``, resume it, and measure what was done twice."""
+    from ragplate.tasks.switch.state import read_state
+
+    started = time.perf_counter()
+    killed = _cli("embeddings", "switch", target, "--yes",
+                  RAGPLATE_SWITCH_FAULTS=f"kill:{phase}:{point}")
+    at_kill = read_state(runtime.engine)
+    if at_kill.status != "idle" or at_kill.prune_pending:
+        resumed = _cli("embeddings", "switch", "--resume")
+        if resumed.returncode != 0:
+            raise RuntimeError(f"resume failed: {resumed.stderr[-2000:]}")
+    last = read_state(runtime.engine).last or {}
+    return {
+        "phase": phase, "checkpoint": point,
+        "killed": killed.returncode == -signal.SIGKILL, "stopped_in_phase": at_kill.phase,
+        "chunks_rewritten": last.get("chunks_rewritten"),
+        "texts_embedded_before_kill": at_kill.records_embedded,
+        "texts_embedded_after_resume": last.get("records_embedded"),
+        "texts_total": at_kill.texts_total,
+        "seconds_with_resume": round(time.perf_counter() - started, 2),
+    }
+
+
+def run(*, records: int, output: Path, source: str, target: str) -> dict[str, Any]:
+    """Run the benchmark and write the figures to ``output``."""
+    from ragplate.catalog.settings import get_settings
+    from ragplate.flows.embeddings_switch import embeddings_switch
+    from ragplate.infra import postgres, prefect_server, settings_store
+    from ragplate.infra.database import dispose_all
+    from ragplate.infra.runtime import Runtime
+    from ragplate.tasks.demo import demo_paragraphs, demo_records
+    from ragplate.tasks.switch.indexes import entity_chunks, rag_chunks
+    from ragplate.tasks.switch.state import read_state
+
+    scratch = Path(tempfile.mkdtemp(prefix="ragplate-bench-switch-"))
+    saved = {k: os.environ.get(k) for k in ("RAGPLATE_HOME", "PREFECT_API_URL")}
+    os.environ["RAGPLATE_HOME"] = str(scratch / "home")
+    get_settings.cache_clear()
+    settings = get_settings()
+    try:
+        runtime = Runtime(settings)
+        with runtime.engine.begin() as conn:
+            settings_store.set_active_profile(conn, source)
+        pairs = demo_records(records, demo_paragraphs(min_words=30, max_words=50))
+        _load(runtime, pairs, source)
+        with prefect_server.prefect_api(settings) as url:
+            os.environ["PREFECT_API_URL"] = url
+            from ragplate.flows.index_docs import index_rag_docs
+
+            index_rag_docs(profile="all")
+            record_texts, doc_texts = _texts(runtime, pairs)
+            started = time.perf_counter()
+            summary = embeddings_switch(action="start", profile=target)
+            wall = time.perf_counter() - started
+            last = read_state(runtime.engine).last or {}
+            raw = _raw(runtime, target, record_texts, doc_texts)
+            # Back to the source model, killed halfway through a phase, then resumed. In
+            # the indexes phase the kill lands after a chunk's writes and before they are
+            # recorded (the worst point: that chunk is written again).
+            batches = -(-len(record_texts) // settings.index_chunk_size)
+            chunks = len(entity_chunks(runtime)) + len(rag_chunks(runtime))
+            rework = [_killed_and_resumed(runtime, source, "indexes", 2 + 3 * (chunks // 2) + 2),
+                      _killed_and_resumed(runtime, target, "embeddings", 1 + batches)]
+        words = sum(len(t.split()) for t in record_texts) / max(1, len(record_texts))
+        figures = {
+            "records": records, "words_per_record": round(words, 1),
+            "documentation_chunks": len(doc_texts), "source": source, "target": target,
+            "outcome": summary["outcome"], "gate": last.get("gate"),
+            "switch_seconds": round(wall, 2), "phase_seconds": summary.get("phase_seconds"),
+            "raw_embedding_seconds": round(raw, 2),
+            "switch_to_raw_ratio": round(wall / raw, 3), "ratio_goal": 1.2,
+            "rework_after_kill": rework, "rework_goal_chunks": 1,
+        }
+    finally:
+        dispose_all()
+        prefect_server.stop(settings)
+        postgres.stop(settings.home)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        get_settings.cache_clear()
+        shutil.rmtree(scratch, ignore_errors=True)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(figures, indent=2) + "\n")
+    _print(figures)
+    return figures
+
+
+def _print(f: dict[str, Any]) -> None:
+    table = Table(title=f"switch benchmark ({f['records']} records, {f['source']} -> "
+                  f"{f['target']})")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    rows = [("switch wall s", f["switch_seconds"]), ("raw embedding s",
+                                                      f["raw_embedding_seconds"]),
+            ("switch / raw (goal <= 1.2)", f["switch_to_raw_ratio"]),
+            ("documentation chunks", f["documentation_chunks"])]
+    for kill in f["rework_after_kill"]:
+        rows.append((f"kill in {kill['phase']}: chunks rewritten (goal <= 1)",
+                     kill["chunks_rewritten"]))
+        rows.append((f"kill in {kill['phase']}: texts embedded before / after",
+                     f"{kill['texts_embedded_before_kill']} / "
+                     f"{kill['texts_embedded_after_resume']}"))
+    for name, value in rows:
+        table.add_row(name, str(value))
+    console.print(table)

@@ -1,0 +1,163 @@
+"""Application-content evaluation, per-strategy breakdown and retrieval tuning as Prefect
+flows. Each writes its report (JSON, atomically, never over an existing one without
+``force``) with an HTML page beside it, and attaches to the flow run a table artifact,
+a Markdown summary and a link to the page."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+from prefect.artifacts import (
+    create_link_artifact,
+    create_markdown_artifact,
+    create_table_artifact,
+)
+
+from ragplate.catalog.errors import InvalidInputError
+from ragplate.catalog.search_tuning import PROFILE
+from ragplate.tasks import content_eval, strategy_eval, tune_report
+from ragplate.tasks import content_eval_wrappers as steps
+from ragplate.tasks.ranking_pages import (
+    paste_block,
+    strategies_html,
+    strategy_rows,
+    tuning_html,
+    tuning_rows,
+)
+from ragplate.tasks.report_render import markdown_summary, render_html, table_rows
+from ragplate.tasks.reports import html_path
+from ragplate.tasks.search_strategy import MODES, Mode
+from ragplate.tasks.tune import Safeguards
+from ragplate.tasks.tune_grid import load_grid
+
+log = logging.getLogger(__name__)
+
+
+def _check_setup(setup: str) -> None:
+    if setup not in steps.SETUPS:
+        raise InvalidInputError(f"setup {setup!r}: expected live or deterministic")
+
+
+def _publish(key: str, title: str, rows: Sequence[dict[str, Any]], summary: str,
+             page: Path) -> None:
+    create_table_artifact(list(rows), key=f"{key}-table", description=title)
+    create_markdown_artifact(summary, key=f"{key}-report", description=title)
+    create_link_artifact(page.resolve().as_uri(), link_text=page.name, key=f"{key}-page",
+                         description=f"HTML page of {title}")
+
+
+def _markdown(title: str, lines: Sequence[str], page: Path) -> str:
+    return "\n".join([f"# {title}", "", *lines, "", f"HTML report: `{page}`"]) + "\n"
+
+
+@flow(name="evaluate-application-content", log_prints=True)
+def evaluate_application_content(source: str, dataset: str, output: str, force: bool = False,
+                                 mode: Mode = "balanced", setup: steps.Setup = "live",
+                                 ) -> dict[str, Any]:
+    """Score ``dataset`` on application search of ``source`` (each case in its locale, as
+    its tenant, in search ``mode``) and write the report to ``output`` and its page."""
+    _check_setup(setup)
+    if mode not in MODES:
+        raise InvalidInputError(f"--mode {mode!r}: expected fast, balanced or deep")
+    path = steps.check_output(output, force)
+    loaded = steps.load_dataset(dataset, source)
+    steps.validate_dataset(loaded.data)
+    content = steps.prepare_search(setup)
+    outcomes, served = steps.run_cases(loaded.data, content, mode)
+    report = content_eval.build_report(loaded, outcomes, served, content, mode)
+    steps.validate_report(report, "application_content")
+    title = content_eval.report_title(report)
+    written = steps.write_report(path, report, force, render_html(report, title=title))
+    page = html_path(written)
+    _publish("evaluate-application-content", title, table_rows(report),
+             markdown_summary(report, title=title, page=str(page)), page)
+    print(f"{title}: hit@5 {report['metrics']['hit_at_5']}, MRR "
+          f"{report['metrics']['mean_reciprocal_rank']}; report {written}, page {page}")
+    return report
+
+
+@flow(name="evaluate-retrieval-strategies", log_prints=True)
+def evaluate_retrieval_strategies(source: str, dataset: str, output: str, force: bool = False,
+                                  setup: steps.Setup = "live") -> dict[str, Any]:
+    """Score each ordering (keyword, vector, hybrid, fused, reranked) on the cases with
+    ground truth and write the report; warns when the reranker did not run."""
+    _check_setup(setup)
+    path = steps.check_output(output, force)
+    loaded = steps.load_dataset(dataset, source)
+    steps.validate_dataset(loaded.data)
+    content = steps.prepare_search(setup)
+    recorded = steps.record_rankings(loaded.data, content)
+    context = steps.measure_context(loaded, content)
+    report = strategy_eval.build_report(loaded, recorded, content, context)
+    steps.validate_report(report, "strategies")
+    warning = strategy_eval.reranker_warning(report["reranker"])
+    if warning:
+        log.warning(warning)
+        print(f"WARNING: {warning}")
+    title = strategy_eval.report_title(report)
+    written = steps.write_report(path, report, force,
+                                 strategies_html(report, title=title, warning=warning))
+    page = html_path(written)
+    rows = strategy_rows(report)
+    lines = ["| strategy | cases | hit_at_5 | MRR | ndcg_at_5 |", "|---|---|---|---|---|"]
+    lines += [f"| {r['strategy']} | {r['cases']} | {r['hit_at_5']} | "
+              f"{r['mean_reciprocal_rank']} | {r['ndcg_at_5']} |" for r in rows]
+    reranker = report["reranker"]
+    lines += ["", f"reranker: status {reranker['status']}, ran {reranker['ran']} of "
+              f"{reranker['requested']}, model {reranker['model']}",
+              "pre_authorization: true (a ranking diagnostic, not an access-control check)"]
+    if warning:
+        lines += ["", f"**Warning:** {warning}"]
+    _publish("evaluate-retrieval-strategies", title, rows, _markdown(title, lines, page), page)
+    print(f"{title}: " + ", ".join(f"{r['strategy']} nDCG@5 {r['ndcg_at_5']}" for r in rows)
+          + f"; report {written}, page {page}")
+    return report
+
+
+@flow(name="tune-retrieval", log_prints=True)
+def tune_retrieval(source: str, dataset: str, output: str, force: bool = False,
+                   grid: str = "default", metric: str = "ndcg_at_5", holdout: float = 0.3,
+                   min_class_cases: int = 8, class_margin: float = 0.01,
+                   noise_margin: float | None = None, setup: steps.Setup = "live",
+                   ) -> dict[str, Any]:
+    """Record each case's rankings once, re-fuse them for every grid candidate, apply the
+    guards and write the report; prints the ready-to-paste profile block.
+    ``noise_margin`` ``None`` is ``auto``."""
+    _check_setup(setup)
+    guards = Safeguards(metric=metric, holdout=holdout, min_class_cases=min_class_cases,
+                        class_margin=class_margin, noise_margin=noise_margin)
+    grid_name, candidates = load_grid(grid)
+    path = steps.check_output(output, force)
+    loaded = steps.load_dataset(dataset, source)
+    steps.validate_dataset(loaded.data)
+    content = steps.prepare_search(setup)
+    recorded = steps.record_rankings(loaded.data, content)
+    context = steps.measure_context(loaded, content)
+    report = tune_report.build_report(loaded, recorded, grid_name=grid_name, grid=candidates,
+                                      committed=PROFILE, guards=guards,
+                                      driver=content.driver, context=context)
+    steps.validate_report(report, "tuning")
+    warning = strategy_eval.reranker_warning(report["reranked"]["reranker"])
+    if warning:
+        log.warning(warning)
+        print(f"WARNING: {warning}")
+    title = tune_report.report_title(report)
+    written = steps.write_report(path, report, force,
+                                 tuning_html(report, title=title, warning=warning))
+    page = html_path(written)
+    block = paste_block(report, written.name)
+    lines = [f"outcome: **{report['outcome']}**, noise {report['noise']['status']}, "
+             f"hold-out validation {report['validation']['status']}",
+             f"class overrides: {len(report['class_winners'])}, withheld: "
+             + ", ".join(f"{s['class']} ({s['reason']})" for s in report["class_winners_skipped"]),
+             "", "```python", block.rstrip("\n"), "```"]
+    _publish("tune-retrieval", title, tuning_rows(report), _markdown(title, lines, page), page)
+    print(f"{title}: outcome {report['outcome']}; report {written}, page {page}\n{block}")
+    return report
+
+
+__all__ = ["evaluate_application_content", "evaluate_retrieval_strategies", "tune_retrieval"]

@@ -1,0 +1,55 @@
+"""``evaluate-documentation``: score a documentation dataset through the real retrieval
+path and write the report (JSON + HTML), attached to the flow run as artifacts."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from prefect import flow
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+from ragplate.catalog.errors import InvalidInputError
+from ragplate.catalog.settings import DocsRetrieval, get_settings
+from ragplate.tasks import evaluate_docs
+from ragplate.tasks import evaluation_wrappers as steps
+from ragplate.tasks.report_render import markdown_summary, render_html, table_rows
+from ragplate.tasks.reports import html_path
+from ragplate.tasks.retrieve import STRATEGIES
+
+
+@flow(name="evaluate-documentation", log_prints=True)
+def evaluate_documentation(
+    index: Literal["developer", "user"],
+    dataset: str,
+    output: str,
+    force: bool = False,
+    mode: evaluate_docs.Mode = "live",
+    strategy: DocsRetrieval | None = None,
+    corpus: str | None = None,
+) -> dict[str, Any]:
+    """Evaluate ``dataset`` on the ``index`` documentation index and write the report to
+    ``output`` (and ``<output>.html``). ``mode``: ``live`` (the real index) or
+    ``deterministic`` (the fixture corpus, Level 1); ``strategy``: ``vector`` or
+    ``hybrid`` (default: the ``RAGPLATE_DOCS_RETRIEVAL`` setting)."""
+    if mode not in evaluate_docs.MODES:
+        raise InvalidInputError(f"--mode {mode!r}: expected deterministic or live")
+    chosen: DocsRetrieval = strategy or get_settings().docs_retrieval
+    if chosen not in STRATEGIES:
+        raise InvalidInputError(f"--retrieval {chosen!r}: expected vector or hybrid")
+    path = steps.check_output(output, force)
+    loaded = steps.load_documentation_dataset(dataset, index)
+    steps.validate_dataset(loaded.data)
+    setup = steps.prepare_retrieval(index, mode, chosen, corpus)
+    outcomes = steps.run_cases(loaded.data, setup)
+    report = evaluate_docs.build_report(loaded, outcomes, setup)
+    steps.validate_report(report)
+    title = evaluate_docs.report_title(report)
+    written = steps.write_report(path, report, force, render_html(report, title=title))
+    page = html_path(written)
+    create_table_artifact(table_rows(report), key="evaluate-documentation-metrics",
+                          description=title)
+    create_markdown_artifact(markdown_summary(report, title=title, page=str(page)),
+                             key="evaluate-documentation-report", description=title)
+    print(f"{title}: hit@k {report['metrics']['source_hit_at_k']}, MRR "
+          f"{report['metrics']['mean_reciprocal_rank']}; report {written}, page {page}")
+    return report

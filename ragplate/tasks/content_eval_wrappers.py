@@ -1,0 +1,93 @@
+"""Thin Prefect ``@task`` wrappers of the application-content, strategies and tuning steps
+(see ``content_eval``, ``strategy_eval``, ``tune_report`` and ``content_expectations``).
+Nothing here retries: a refused dataset or report is refused again, and a search failure
+is already a measured outcome."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from ragplate.catalog.datasets import ApplicationContentDataset
+from ragplate.infra.runtime import Runtime
+from ragplate.tasks import content_eval, content_expectations, expectations, reports, strategy_eval
+from ragplate.tasks.datasets import LoadedDataset, read_dataset
+from ragplate.tasks.scoring import CaseOutcome
+from ragplate.tasks.search_strategy import Mode
+
+Setup = Literal["live", "deterministic"]
+SETUPS: tuple[Setup, ...] = ("live", "deterministic")
+
+
+@task(name="check-report-output", cache_policy=NO_CACHE)
+def check_output(output: str, force: bool) -> Path:
+    """Refuse an existing report (without ``force``) or an unwritable directory."""
+    return reports.check_output(output, force=force)
+
+
+@task(name="load-dataset", cache_policy=NO_CACHE)
+def load_dataset(path: str, source: str) -> LoadedDataset[ApplicationContentDataset]:
+    """Read the dataset with the shared caps; it must target ``source`` and ask only for
+    what the search enforces."""
+    loaded = read_dataset(path, ApplicationContentDataset)
+    content_eval.check_dataset(loaded.data, source)
+    return loaded
+
+
+@task(name="validate-dataset", cache_policy=NO_CACHE)
+def validate_dataset(dataset: ApplicationContentDataset) -> expectations.Validation:
+    """Part A's application-content-dataset suite over the cases."""
+    return expectations.validate_application_content_dataset(dataset)
+
+
+@task(name="prepare-search", cache_policy=NO_CACHE)
+def prepare_search(setup: Setup) -> content_eval.ContentSetup:
+    """Live: the configured database, serving profile and reranker. Deterministic: the
+    seeded fixture corpus searched with the fixture profile (and the configured reranker)."""
+    runtime = Runtime()
+    if setup == "live":
+        return content_eval.live_setup(runtime)
+    from ragplate.tasks.search_strategy import configured_reranker
+
+    return content_eval.fixture_setup(runtime.engine, runtime.settings,
+                                      configured_reranker(runtime.settings))
+
+
+@task(name="run-cases", cache_policy=NO_CACHE)
+def run_cases(dataset: ApplicationContentDataset, setup: content_eval.ContentSetup,
+              mode: Mode) -> tuple[list[CaseOutcome], content_eval.ServedSummary]:
+    """Answer every case through application search."""
+    return content_eval.run_cases(dataset, setup, mode)
+
+
+@task(name="record-rankings", cache_policy=NO_CACHE)
+def record_rankings(dataset: ApplicationContentDataset,
+                    setup: content_eval.ContentSetup) -> list[strategy_eval.RecordedCase]:
+    """Each scored case's per-strategy rankings, reranker off and on."""
+    return strategy_eval.record_cases(dataset, setup)
+
+
+@task(name="measure-context", cache_policy=NO_CACHE)
+def measure_context(loaded: LoadedDataset[ApplicationContentDataset],
+                    setup: content_eval.ContentSetup) -> dict[str, Any]:
+    """Embedding profile, corpus size and dataset hash of the run."""
+    return content_eval.context(loaded, setup)
+
+
+@task(name="validate-report", cache_policy=NO_CACHE)
+def validate_report(report: dict[str, Any], kind: str) -> expectations.Validation:
+    """The committed suite of ``kind`` (``application_content``, ``strategies`` or
+    ``tuning``) over the report."""
+    check = {"application_content": content_expectations.validate_application_content_report,
+             "strategies": content_expectations.validate_strategies_report,
+             "tuning": content_expectations.validate_tuning_report}[kind]
+    return check(report)
+
+
+@task(name="write-report", cache_policy=NO_CACHE)
+def write_report(output: Path, report: dict[str, Any], force: bool, html: str) -> Path:
+    """The JSON report (atomic) and its HTML page beside it."""
+    return reports.write_report(output, report, force=force, html=html)

@@ -1,0 +1,171 @@
+"""The one reader of evaluation datasets: bounded file, bounded JSON, exact schema.
+
+Every evaluation (documentation, application content, strategies, tuning) reads its dataset
+through :func:`read_dataset`, so the caps and the wording of the errors are the same
+everywhere. Errors name the file, the case (by id, or by position when the id itself is
+bad) and the field; they never quote the query, which may come from a private corpus.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar, overload
+
+from pydantic import BaseModel, ValidationError
+
+from ragplate.catalog.datasets import (
+    CASE_ID_PATTERN,
+    DATASET_MODELS,
+    MAX_CASES,
+    MAX_FILE_BYTES,
+    MAX_JSON_DEPTH,
+    ApplicationContentDataset,
+    DatasetError,
+    DatasetKind,
+    DocumentationDataset,
+)
+from ragplate.catalog.settings import PROJECT_ROOT
+
+D = TypeVar("D", bound=BaseModel)
+_MAX_REPORTED = 5
+
+
+@dataclass(frozen=True)
+class LoadedDataset(Generic[D]):
+    """A validated dataset with where it came from and the hash of its bytes (a report
+    cites the hash, so whoever holds the file can check it is the one measured)."""
+
+    path: Path
+    sha256: str
+    data: D
+
+
+def json_depth(value: Any) -> int:
+    """Nesting depth of decoded JSON: a scalar is 0, ``[]`` and ``{}`` are 1."""
+    depth, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            depth = max(depth, level)
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            depth = max(depth, level)
+            stack.extend((v, level + 1) for v in item)
+    return depth
+
+
+def refuse_private_inside(path: Path, project: Path = PROJECT_ROOT) -> None:
+    """A private dataset must live outside the project, where it cannot be committed.
+
+    Both paths are resolved first, so a link from outside to a file inside the project
+    (or a link inside pointing out) is judged by where the bytes really are.
+    """
+    real = Path(os.path.realpath(path))
+    root = Path(os.path.realpath(project))
+    if real == root or root in real.parents:
+        raise DatasetError(f"{path}: a private dataset must be kept outside the project "
+                           f"directory ({root}), so it cannot be committed", field="path")
+
+
+def _decode(path: Path) -> tuple[bytes, Any]:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise DatasetError(f"{path}: {size} bytes, above the cap of {MAX_FILE_BYTES}")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    if len(raw) > MAX_FILE_BYTES:  # the file grew between stat and read
+        raise DatasetError(f"{path}: above the cap of {MAX_FILE_BYTES} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not UTF-8 (byte {exc.start})") from exc
+    except RecursionError as exc:
+        raise DatasetError(f"{path}: JSON nested deeper than {MAX_JSON_DEPTH} levels") from exc
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: "
+                           f"{exc.msg})") from exc
+    return raw, data
+
+
+def _case_name(data: dict[str, Any], position: int) -> str:
+    cases = data.get("cases")
+    case = cases[position] if isinstance(cases, list) and position < len(cases) else None
+    case_id = case.get("id") if isinstance(case, dict) else None
+    # A bad id is named by position: it is not known to be a harmless slug.
+    if isinstance(case_id, str) and re.fullmatch(CASE_ID_PATTERN, case_id):
+        return case_id
+    return f"#{position}"
+
+
+def _explain(path: Path, data: dict[str, Any], error: ValidationError) -> DatasetError:
+    """One line per problem: ``case 'x', field 'locale': reason``."""
+    lines: list[str] = []
+    first_case: str | None = None
+    first_field: str | None = None
+    for item in error.errors()[:_MAX_REPORTED]:
+        loc = list(item["loc"])
+        where = "dataset"
+        if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
+            case = _case_name(data, loc[1])
+            where = f"case '{case}'"
+            loc = loc[2:]
+            first_case = first_case or case
+        field = ".".join(str(part) for part in loc)
+        first_field = first_field or field or None
+        reason = item["msg"]
+        if item["type"] == "extra_forbidden":
+            reason = "unknown key (the format has exact keys)"
+        elif item["type"] == "missing":
+            reason = "missing key"
+        lines.append(f"{where}, field '{field}': {reason}" if field else f"{where}: {reason}")
+    more = len(error.errors()) - _MAX_REPORTED
+    if more > 0:
+        lines.append(f"… and {more} more")
+    return DatasetError(f"{path}: " + "; ".join(lines), case_id=first_case, field=first_field)
+
+
+@overload
+def read_dataset(path: Path | str, kind: type[DocumentationDataset], *,
+                 project: Path = ...) -> LoadedDataset[DocumentationDataset]: ...
+@overload
+def read_dataset(path: Path | str, kind: type[ApplicationContentDataset], *,
+                 project: Path = ...) -> LoadedDataset[ApplicationContentDataset]: ...
+def read_dataset(path: Path | str, kind: type[Any], *,
+                 project: Path = PROJECT_ROOT) -> LoadedDataset[Any]:
+    """Read and validate a dataset file of ``kind`` (:class:`DocumentationDataset` or
+    :class:`ApplicationContentDataset`); raises :class:`DatasetError`.
+
+    Caps: at most :data:`MAX_FILE_BYTES` bytes, JSON nested at most :data:`MAX_JSON_DEPTH`
+    levels, an object at the root, at most :data:`MAX_CASES` cases, then the exact
+    schema of ``kind``. A ``private`` dataset inside ``project`` is refused.
+    """
+    file = Path(path)
+    raw, data = _decode(file)
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise DatasetError(f"{file}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    if not isinstance(data, dict):
+        raise DatasetError(f"{file}: the root must be a JSON object")
+    cases = data.get("cases")
+    if isinstance(cases, list) and len(cases) > MAX_CASES:
+        raise DatasetError(f"{file}: {len(cases)} cases, above the cap of {MAX_CASES}",
+                           field="cases")
+    if data.get("data_classification") == "private":
+        refuse_private_inside(file, project)
+    try:
+        model = kind.model_validate(data)
+    except ValidationError as exc:
+        raise _explain(file, data, exc) from None
+    return LoadedDataset(file, hashlib.sha256(raw).hexdigest(), model)
+
+
+def read_named(path: Path | str, kind: DatasetKind) -> LoadedDataset[Any]:
+    """:func:`read_dataset` with the kind given by name (``documentation`` or
+    ``application_content``)."""
+    return read_dataset(path, DATASET_MODELS[kind])

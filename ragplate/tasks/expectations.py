@@ -1,0 +1,184 @@
+"""Great Expectations checks of dataset files and reports, with suites committed in
+``ragplate/catalog/expectations/*.json``.
+
+A dataset or a report is turned into a small table (one row per case, or one row per
+figure) and validated against its suite in an ephemeral, offline context (analytics off,
+no progress bars, nothing written to disk). Great Expectations is imported only here and
+only when a validation runs: the import alone costs seconds. A failed validation raises
+:class:`ExpectationsFailed` naming every expectation that failed, with its column and a few
+unexpected values (ids, locales, counts: never query text).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ragplate.catalog.datasets import ApplicationContentDataset, DocumentationDataset
+from ragplate.catalog.errors import InvalidInputError
+
+log = logging.getLogger(__name__)
+
+SUITES_DIR = Path(__file__).resolve().parents[1] / "catalog" / "expectations"
+_lock = threading.Lock()
+_names = itertools.count(1)
+
+
+class ExpectationsFailed(InvalidInputError):
+    """A dataset or report failed its expectation suite; ``failures`` say which."""
+
+    def __init__(self, suite: str, failures: list[str]) -> None:
+        super().__init__(f"expectation suite '{suite}' failed: " + "; ".join(failures))
+        self.suite = suite
+        self.failures = failures
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.suite, self.failures))
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A passed validation: the suite and how many expectations it checked."""
+
+    suite: str
+    expectations: int
+    rows: int
+
+
+def documentation_dataset_frame(dataset: DocumentationDataset) -> pd.DataFrame:
+    """One row per case: identity, sizes and consistency flags (no query text)."""
+    return pd.DataFrame([{
+        "id": c.id, "locale": c.locale, "query_chars": len(c.query), "top_k": c.top_k,
+        "expected_labels": len(c.expected_source_labels),
+        "empty_consistent": not ((c.expect_refusal or c.expect_authorized_empty)
+                                 and (c.expected_source_labels or c.expected_citation_labels)),
+        "tenant_consistent": (c.tenant_scope == "global") == (c.tenant_id is None),
+        "data_classification": dataset.data_classification,
+        "index_profile": dataset.index_profile,
+    } for c in dataset.cases])
+
+
+def application_content_dataset_frame(dataset: ApplicationContentDataset) -> pd.DataFrame:
+    """One row per case of an application-content dataset (no query text)."""
+    prefix = f"{dataset.source}:"
+    return pd.DataFrame([{
+        "id": c.id, "locale": c.locale, "query_chars": len(c.query), "limit": c.limit,
+        "expected_hits": len(c.expected_hit_ids),
+        "hit_ids_prefixed": all(h.startswith(prefix)
+                                for h in [*c.expected_hit_ids, *c.expected_citation_ids]),
+        "empty_consistent": not ((c.expect_abstention or c.expect_authorized_empty)
+                                 and (c.expected_hit_ids or c.expected_citation_ids)),
+        "data_classification": dataset.data_classification,
+    } for c in dataset.cases])
+
+
+def report_frame(report: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per figure of a metric report: ``scope`` (overall, locale, category,
+    latency), ``slice``, ``metric``, ``value``, ``ratio`` (metrics) or ``milliseconds``
+    (latency), ``value_text`` (how the JSON writes it) and the header fields."""
+    header = {key: report.get(key) for key in
+              ("schema_version", "index_profile", "data_classification", "case_count")}
+    rows: list[dict[str, Any]] = []
+
+    def add(scope: str, slice_name: str, metric: str, value: Any, kind: str) -> None:
+        number = float(value) if isinstance(value, int | float) else None
+        rows.append({"scope": scope, "slice": slice_name, "metric": metric, "value": number,
+                     "ratio": number if kind == "ratio" else None,
+                     "milliseconds": number if kind == "ms" else None,
+                     "value_text": json.dumps(value), **header})
+
+    for metric, value in (report.get("metrics") or {}).items():
+        add("overall", "all", metric, value, "ratio")
+    for group, slices in (report.get("slices") or {}).items():
+        for name, values in slices.items():
+            for metric, value in values.items():
+                add(str(group), str(name), metric, value, "ratio")
+    for metric, value in (report.get("latency_ms") or {}).items():
+        add("latency", "all", metric, value, "ms")
+    return pd.DataFrame(rows)
+
+
+def load_suite_config(name: str) -> dict[str, Any]:
+    """The committed suite ``name`` as plain JSON."""
+    path = SUITES_DIR / f"{name}.json"
+    if not re.fullmatch(r"[a-z_]+", name) or not path.is_file():
+        raise InvalidInputError(f"no expectation suite named {name!r} in {SUITES_DIR}")
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+@lru_cache(maxsize=1)
+def _context() -> Any:
+    # Offline: no usage statistics leave the machine; set before the import reads it.
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    return context
+
+
+def _describe(result: Any) -> str:
+    config = result.expectation_config
+    kwargs = {k: v for k, v in config.kwargs.items() if k in ("column", "min_value", "max_value",
+                                                               "value_set", "regex")}
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    detail = result.result or {}
+    if "unexpected_count" in detail:
+        sample = list(detail.get("partial_unexpected_list") or [])[:3]
+        what = f"{detail['unexpected_count']} unexpected value(s), e.g. {sample}"
+    else:
+        what = f"observed {detail.get('observed_value')!r}"
+    return f"{config.type}({args}): {what}"
+
+
+def validate_frame(frame: pd.DataFrame, suite_name: str) -> Validation:
+    """Validate ``frame`` against the committed suite; raises :class:`ExpectationsFailed`."""
+    config = load_suite_config(suite_name)
+    with _lock:
+        import great_expectations as gx
+
+        context = _context()
+        suite = gx.ExpectationSuite(**config)
+        # An unknown expectation type is logged and dropped by GX: refuse it instead.
+        if len(suite.expectations) != len(config.get("expectations", [])):
+            raise InvalidInputError(f"expectation suite '{suite_name}' holds an expectation "
+                                    "Great Expectations does not know")
+        source = context.data_sources.add_pandas(f"{suite_name}-{next(_names)}")
+        batch = (source.add_dataframe_asset("rows").add_batch_definition_whole_dataframe("all")
+                 .get_batch(batch_parameters={"dataframe": frame}))
+        result = batch.validate(suite)
+    failures = [_describe(r) for r in result.results if not r.success]
+    if failures:
+        for failure in failures:
+            log.error("expectation failed (%s): %s", suite_name, failure)
+        raise ExpectationsFailed(suite_name, failures)
+    return Validation(suite_name, len(suite.expectations), len(frame))
+
+
+def validate_documentation_dataset(dataset: DocumentationDataset) -> Validation:
+    """The documentation-dataset suite over the dataset's cases."""
+    return validate_frame(documentation_dataset_frame(dataset), "documentation_dataset")
+
+
+def validate_application_content_dataset(dataset: ApplicationContentDataset) -> Validation:
+    """The application-content-dataset suite over the dataset's cases."""
+    return validate_frame(application_content_dataset_frame(dataset),
+                          "application_content_dataset")
+
+
+def validate_documentation_report(report: Mapping[str, Any]) -> Validation:
+    """The documentation-report suite over the report's figures."""
+    return validate_frame(report_frame(report), "documentation_report")

@@ -1,0 +1,110 @@
+"""Writing evaluation reports: checked output paths, atomic JSON, an HTML page beside it.
+
+Every evaluation and tuning command writes its report through :func:`write_report`:
+
+- an existing report is never overwritten without ``force`` (:func:`check_output` says so
+  before a long run starts, and the write checks again);
+- a directory that does not exist or cannot be written is refused;
+- the JSON goes to a temporary file in the same directory and is moved into place with
+  ``os.replace``, so a reader never sees half a report and a crash leaves the old one;
+- the HTML page (``<name>.html`` beside ``<name>.json``) is written the same way.
+
+The JSON rendering is canonical (four-space indent, keys in insertion order, UTF-8,
+whole-number floats kept as ``1.0``, final newline), so the same figures give the same
+bytes on every run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ragplate.catalog.errors import InvalidInputError
+
+#: Keys a report may never hold at any depth: they would carry query text or content.
+FORBIDDEN_KEYS: frozenset[str] = frozenset({
+    "query", "queries", "text", "excerpt", "content", "body", "title", "question",
+})
+
+
+class ReportExistsError(InvalidInputError):
+    """The output report exists and ``--force`` was not given."""
+
+
+def render_json(report: Mapping[str, Any]) -> str:
+    """The canonical text of a report (see the module docstring)."""
+    return json.dumps(report, indent=4, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def html_path(output: Path) -> Path:
+    """Where the HTML page of the report ``output`` goes (same name, ``.html``)."""
+    return output.with_suffix(".html")
+
+
+def check_output(output: Path | str, *, force: bool) -> Path:
+    """Refuse an output that exists (without ``force``) or whose directory is missing or
+    not writable; returns the path. Run it before the evaluation, so a long run does not
+    end in a refusal."""
+    path = Path(output)
+    if path.is_dir():
+        raise InvalidInputError(f"--output {path}: is a directory, not a report file")
+    if path.exists() and not force:
+        raise ReportExistsError(f"--output {path}: the report already exists (pass --force "
+                                "to overwrite it, or choose another path)")
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise InvalidInputError(f"--output {path}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"--output {path}: directory {directory} is not writable")
+    return path
+
+
+def assert_no_content(report: Any, where: str = "report") -> None:
+    """Raise ``ValueError`` when a report holds a key that would carry query text or
+    record content (:data:`FORBIDDEN_KEYS`): reports may be committed, datasets may not."""
+    if isinstance(report, Mapping):
+        for key, value in report.items():
+            if str(key).lower() in FORBIDDEN_KEYS:
+                raise ValueError(f"{where}.{key}: a report never carries text or content")
+            assert_no_content(value, f"{where}.{key}")
+    elif isinstance(report, list):
+        for index, value in enumerate(report):
+            assert_no_content(value, f"{where}[{index}]")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory and
+    ``os.replace`` (atomic on POSIX: readers see the old file or the new one)."""
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        # mkstemp creates 0600; a report is an ordinary file.
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def write_report(output: Path | str, report: Mapping[str, Any], *, force: bool,
+                 html: str | None = None) -> Path:
+    """Check ``output`` (:func:`check_output`), then write the JSON report atomically and,
+    when given, the HTML page beside it; returns the JSON path."""
+    path = check_output(output, force=force)
+    assert_no_content(report)
+    page = html_path(path)
+    if html is not None and page.exists() and not force and page != path:
+        raise ReportExistsError(f"{page}: the HTML page already exists (pass --force)")
+    write_atomic(path, render_json(report))
+    if html is not None:
+        write_atomic(page, html)
+    return path

@@ -1,0 +1,122 @@
+"""The activation, and the prune of every other model's rows and indexes.
+
+The activation is one transaction under the state lock: the serving-model setting becomes
+the target and the state goes back to idle. It is the first moment the target serves
+anything, and repeating it is harmless. Afterwards the rows of every other model key (in
+``model_embeddings``, ``rag_chunks`` and ``rag_sources``) and their HNSW indexes are
+dropped; a failure there is logged with the command that retries it (``ragplate
+embeddings prune``) and does not undo the activation.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+
+from ragplate.catalog.switch import SwitchRefusedError, SwitchState, now
+from ragplate.infra import settings_store
+from ragplate.infra.locks import state_transaction
+from ragplate.infra.runtime import Runtime
+from ragplate.infra.stores.model_embeddings import (
+    delete_model_rows_except,
+    drop_model_indexes_except,
+)
+from ragplate.infra.stores.pgvector import hnsw_index_name
+from ragplate.tasks.switch import faults
+from ragplate.tasks.switch.state import read_state, write_state
+
+log = logging.getLogger("ragplate.switch")
+
+PRUNE_COMMAND = "ragplate embeddings prune"
+
+
+@dataclass
+class PruneReport:
+    """What a prune removed."""
+
+    serving: str
+    vector_rows: int = 0
+    chunk_rows: int = 0
+    source_rows: int = 0
+    indexes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for the CLI and the artifacts."""
+        return {"serving": self.serving, "vector_rows_deleted": self.vector_rows,
+                "documentation_chunks_deleted": self.chunk_rows,
+                "documentation_sources_deleted": self.source_rows,
+                "indexes_dropped": self.indexes}
+
+
+def activate(runtime: Runtime) -> SwitchState:
+    """Make the target serve, in one transaction; returns the stored (idle) state. A
+    switch already activated (a killed process that committed) is left as it is."""
+    with state_transaction(runtime.engine, runtime.settings.state_lock_wait_seconds) as conn:
+        state = read_state(conn, for_update=True)
+        if state.status != "running" or state.phase != "activate" or state.target is None:
+            return state
+        settings_store.set_active_profile(conn, state.target)
+        state.last = {
+            "target": state.target, "previous": state.previous, "abandon": state.abandon,
+            "started_at": state.started_at.isoformat() if state.started_at else None,
+            "activated_at": now().isoformat(), "records_embedded": state.records_embedded,
+            "chunks_rewritten": state.chunks_rewritten, "gate": state.gate,
+            "force_activate": state.force_activate, "flow_run_id": state.flow_run_id,
+        }
+        fresh = SwitchState(last=state.last, prune_pending=True)
+        write_state(conn, fresh)
+    faults.checkpoint("activate")
+    return fresh
+
+
+def _rag_indexes(conn: sa.Connection) -> list[str]:
+    sql = sa.text("SELECT indexname FROM pg_indexes WHERE tablename = 'rag_chunks' "
+                  r"AND indexname LIKE 'rag\_chunks\_hnsw\_%' ORDER BY indexname")
+    return [str(n) for n in conn.execute(sql).scalars()]
+
+
+def prune(runtime: Runtime) -> PruneReport:
+    """Delete every row of a model key other than the serving one and drop those models'
+    HNSW indexes. Refused (nothing changed) while a switch is running or failed: its
+    target's rows, or the previous model's, are still needed."""
+    engine = runtime.engine
+    with state_transaction(engine, runtime.settings.state_lock_wait_seconds) as conn:
+        state = read_state(conn, for_update=True)
+        if state.status != "idle":
+            raise SwitchRefusedError(f"refused: {state.summary()}; prune runs only when no "
+                                     "switch is stored (finish it with --resume or --abandon)")
+        serving = settings_store.active_profile_key(engine)
+        report = PruneReport(serving)
+        report.vector_rows = delete_model_rows_except(conn, [serving])
+        report.indexes += drop_model_indexes_except(conn, [serving])
+        keep_sql = "WHERE model_key <> :k"
+        report.chunk_rows = int(conn.execute(
+            sa.text(f"DELETE FROM rag_chunks {keep_sql}"), {"k": serving}).rowcount)
+        report.source_rows = int(conn.execute(
+            sa.text(f"DELETE FROM rag_sources {keep_sql}"), {"k": serving}).rowcount)
+        names = conn.execute(sa.text("SELECT DISTINCT index_name FROM rag_chunks")).scalars()
+        kept = {hnsw_index_name(str(name), serving) for name in names}
+        kept |= {hnsw_index_name(name, serving) for name in ("developer", "user")}
+        for name in _rag_indexes(conn):
+            if name not in kept:
+                conn.execute(sa.text(f"DROP INDEX IF EXISTS {name}"))
+                report.indexes.append(name)
+        state.prune_pending = False
+        write_state(conn, state)
+    return report
+
+
+def prune_after_activation(runtime: Runtime) -> PruneReport | None:
+    """The prune that follows an activation: a failure is logged with the command that
+    retries it, and ``None`` is returned (the activation stands)."""
+    try:
+        report = prune(runtime)
+    except Exception as exc:
+        log.warning("the switch is activated, but the rows and indexes of the other models "
+                    "were not dropped (%s); run `%s` to retry", exc, PRUNE_COMMAND)
+        return None
+    faults.checkpoint("activate")
+    return report

@@ -1,0 +1,99 @@
+"""The verify phase: refresh the target's rows of every record (chunks, exactly as the
+indexes phase writes them), then check that the target can serve.
+
+Records edited since the indexes phase were written with both models, but the refresh
+makes sure of it; the documentation has no such edits and is not refreshed. The checks:
+per entity, every searchable text has a target row with its current hash and no target
+row is left over, the target's HNSW index exists and a vector query of the fixed text
+runs; per documentation index, the target holds exactly the corpus's files and a vector
+query runs.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import sqlalchemy as sa
+
+from ragplate.catalog.entities import entities
+from ragplate.catalog.profiles import EmbeddingProfile, get_profile
+from ragplate.catalog.switch import VERIFY_QUERY, ChunkPlan, SwitchState
+from ragplate.infra.runtime import Runtime
+from ragplate.infra.stores.model_embeddings import (
+    TABLE,
+    model_index_exists,
+    model_predicate,
+    vector_expression,
+)
+from ragplate.tasks.read import read_sources
+from ragplate.tasks.records import count_texts, missing_embeddings
+from ragplate.tasks.switch.embeddings import describe
+from ragplate.tasks.switch.indexes import corpus, doc_indexes, entity_chunks
+
+
+def refresh_plan(runtime: Runtime) -> ChunkPlan:
+    """The verify refresh: every entity key range again (no documentation chunks)."""
+    return ChunkPlan(plan_id=uuid.uuid4().hex, purpose="verify", chunks=entity_chunks(runtime))
+
+
+def _vector_literal(vector: object) -> str:
+    import numpy as np
+
+    return "[" + ",".join(repr(float(x)) for x in np.asarray(vector).reshape(-1)) + "]"
+
+
+def check_entities(runtime: Runtime, profile: EmbeddingProfile) -> list[str]:
+    """Problems of the target's record vectors (empty when it can serve)."""
+    problems: list[str] = []
+    query = _vector_literal(runtime.embedder(profile).embed_query(VERIFY_QUERY))
+    with runtime.engine.connect() as conn:
+        if not model_index_exists(conn, profile.key):
+            problems.append(f"the HNSW index of {profile.key} on {TABLE} is missing")
+        for entity in entities(runtime.settings).values():
+            missing = missing_embeddings(conn, entity, profile.key)
+            if missing:
+                problems.append(f"{len(missing)} texts of {entity.name} have no current row "
+                                f"of {profile.key}: {describe(missing)}")
+            expected = count_texts(conn, entity)
+            stored = int(conn.execute(sa.text(
+                f"SELECT count(*) FROM {TABLE} WHERE entity = :e AND model_key = :k"
+            ), {"e": entity.name, "k": profile.key}).scalar_one())
+            if stored != expected:
+                problems.append(f"{entity.name} has {stored} rows of {profile.key} for "
+                                f"{expected} searchable texts")
+            if expected:
+                sql = (f"SELECT record_key FROM {TABLE} WHERE {model_predicate(profile.key)} "
+                       f"AND entity = :e ORDER BY {vector_expression(profile)} <=> "
+                       f"CAST(:q AS vector({int(profile.dimensions)})) LIMIT 1")
+                found = conn.execute(sa.text(sql), {"e": entity.name, "q": query}).first()
+                if found is None:
+                    problems.append(f"a vector query on {entity.name} with {profile.key} "
+                                    "returned nothing")
+    return problems
+
+
+def check_documentation(runtime: Runtime, profile: EmbeddingProfile) -> list[str]:
+    """Problems of the target's documentation indexes (empty when they can serve)."""
+    problems: list[str] = []
+    indexes = doc_indexes(runtime)
+    if not indexes:
+        return problems
+    documents = read_sources(runtime.settings.all_roots())
+    vector = runtime.embedder(profile).embed_query(VERIFY_QUERY)
+    for index in indexes:
+        expected = {d.source for d in corpus(runtime, index, documents)}
+        store = runtime.store(index, profile)
+        stored = set(store.sources())
+        if stored != expected:
+            missing, extra = sorted(expected - stored), sorted(stored - expected)
+            problems.append(f"documentation index {index} of {profile.key}: missing "
+                            f"{missing[:10]}, unexpected {extra[:10]}")
+        if expected and store.count() and not store.search(vector, top_k=1):
+            problems.append(f"a vector query on documentation index {index} returned nothing")
+    return problems
+
+
+def check(runtime: Runtime, state: SwitchState) -> list[str]:
+    """Every problem that keeps the target from serving."""
+    profile = get_profile(state.target or "")
+    return check_entities(runtime, profile) + check_documentation(runtime, profile)

@@ -1,0 +1,226 @@
+"""The application-content, strategies and tuning flows on the Prefect server: their runs
+and artifacts are visible, their reports are the committed baselines; the CLI refuses
+before starting anything and warns when the reranker did not run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from typer.testing import CliRunner
+
+from ragplate.api.cli import app
+from ragplate.catalog.settings import PROJECT_ROOT, get_settings
+
+# Imported at collection, outside any CliRunner: loading Prefect's flow machinery sets up
+# its console log handler on the stderr of that moment, and a CliRunner's stream is closed
+# once the call returns (later flow logs would then fail).
+from ragplate.flows.evaluate_content import (
+    evaluate_application_content,
+    evaluate_retrieval_strategies,
+    tune_retrieval,
+)
+from ragplate.tasks.content_fixture import seed_fixture_corpus
+from tests.testing.server_doubles import RERANK_MODEL, tei_double
+
+DATASETS = PROJECT_ROOT / "datasets"
+DATASET = str(DATASETS / "application-content-fixture.json")
+BASELINES = DATASETS / "baselines"
+
+
+@pytest.fixture(scope="module")
+def seeded(engine: sa.Engine) -> sa.Engine:
+    seed_fixture_corpus(engine)
+    return engine
+
+
+@pytest.fixture
+def rerank_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The configured rerank server, a TEI double, for ``Runtime()`` inside the flows."""
+    with tei_double(model_id=RERANK_MODEL) as tei:
+        monkeypatch.setenv("RAGPLATE_SERVERS__RERANK__URL", tei.url)
+        monkeypatch.setenv("RAGPLATE_SERVERS__RERANK__API", "tei")
+        get_settings.cache_clear()
+        yield tei.url
+    monkeypatch.delenv("RAGPLATE_SERVERS__RERANK__URL")
+    get_settings.cache_clear()
+
+
+def artifacts_of(state: Any) -> dict[str, Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    flow_run_id = state.state_details.flow_run_id
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(flow_run_id)
+        name = client.read_flow(flow_run.flow_id).name
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+    return {"flow": name, **{str(a.key): a for a in found}}
+
+
+def rows(artifact: Any) -> list[dict[str, Any]]:
+    data = artifact.data
+    return json.loads(data) if isinstance(data, str) else list(data)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_three_flows_publish_their_runs_and_artifacts(
+    prefect_api_url: str, seeded: sa.Engine, rerank_server: str, tmp_path: Path
+) -> None:
+    runs = {
+        "application-content": evaluate_application_content(
+            source="cms.contents", dataset=DATASET, output=str(tmp_path / "content.json"),
+            setup="deterministic", return_state=True),
+        "retrieval-strategies": evaluate_retrieval_strategies(
+            source="cms.contents", dataset=DATASET, output=str(tmp_path / "strategies.json"),
+            setup="deterministic", return_state=True),
+        "retrieval-tuning": tune_retrieval(
+            source="cms.contents", dataset=DATASET, output=str(tmp_path / "tuning.json"),
+            setup="deterministic", return_state=True),
+    }
+    outputs = {"application-content": "content", "retrieval-strategies": "strategies",
+               "retrieval-tuning": "tuning"}
+    for kind, state in runs.items():
+        assert state.is_completed(), state.message
+        written = tmp_path / f"{outputs[kind]}.json"
+        baseline = BASELINES / f"{kind}-fixture.json"
+        assert written.read_bytes() == baseline.read_bytes(), kind
+        assert written.with_suffix(".html").read_bytes() == \
+            baseline.with_suffix(".html").read_bytes(), kind
+        assert "<svg" in written.with_suffix(".html").read_text(encoding="utf-8")
+
+    content = artifacts_of(runs["application-content"])
+    assert content["flow"] == "evaluate-application-content"
+    assert rows(content["evaluate-application-content-table"])[0]["scope"] == "overall"
+    assert "content.html" in str(content["evaluate-application-content-page"].data)
+
+    strategies = artifacts_of(runs["retrieval-strategies"])
+    assert strategies["flow"] == "evaluate-retrieval-strategies"
+    table = rows(strategies["evaluate-retrieval-strategies-table"])
+    assert [r["strategy"] for r in table] == ["keyword", "vector", "hybrid", "fused",
+                                              "reranked"]
+    summary = str(strategies["evaluate-retrieval-strategies-report"].data)
+    assert f"status ran, ran 49 of 49, model {RERANK_MODEL}" in summary
+
+    tuning = artifacts_of(runs["retrieval-tuning"])
+    assert tuning["flow"] == "tune-retrieval"
+    assert len(rows(tuning["tune-retrieval-table"])) == 109  # committed + 108 candidates
+    block = str(tuning["tune-retrieval-report"].data)
+    assert "keep the committed profile" in block and "```python" in block
+    assert str(tmp_path / "tuning.html") in block
+    page_link = tuning["tune-retrieval-page"]
+    assert "file://" in str(page_link.data) and "tuning.html" in str(page_link.data)
+    everything = json.dumps([str(a.data) for r in (content, strategies, tuning)
+                             for k, a in r.items() if k != "flow"])
+    assert "money back" not in everything and "cms.contents:" not in everything
+
+    again = tune_retrieval(source="cms.contents", dataset=DATASET,
+                           output=str(tmp_path / "tuning.json"), setup="deterministic",
+                           return_state=True)
+    assert again.is_failed() and "already exists" in str(again.message)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_cli_strategies_warns_when_the_reranker_did_not_run(
+    prefect_api_url: str, seeded: sa.Engine, tmp_path: Path
+) -> None:
+    output = tmp_path / "strategies.json"
+    result = CliRunner().invoke(app, ["evaluate", "strategies", "--source", "cms.contents",
+                                      "--dataset", DATASET, "--output", str(output)])
+
+    assert result.exit_code == 0, result.output
+    assert "did not run on 49 of 49 cases" in result.output
+    report = json.loads(output.read_text(encoding="utf-8"))
+    assert report["reranker"] == {"requested": 49, "ran": 0, "status": "not_run",
+                                  "model": None}
+    # Live: the serving model has no vector of this corpus, so only keyword search ran and
+    # the strategies that never ran are left out.
+    assert list(report["metrics"]) == ["keyword", "fused", "reranked"]
+    assert "warn" in output.with_suffix(".html").read_text(encoding="utf-8")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ragplate", *args], capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def test_cli_refuses_before_starting_anything(tmp_path: Path) -> None:
+    existing = tmp_path / "r.json"
+    existing.write_text("{}", encoding="utf-8")
+    for command in (["evaluate", "application-content"], ["evaluate", "strategies"],
+                    ["tune-retrieval"]):
+        taken = _cli(*command, "--dataset", DATASET, "--output", str(existing))
+        assert taken.returncode == 2 and "already exists" in taken.stderr, taken.stderr
+    missing = _cli("evaluate", "strategies", "--dataset", DATASET, "--output",
+                   str(tmp_path / "no" / "r.json"))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps([{"rrf_k": 20}, {"rerank_blend": 0.5}]), encoding="utf-8")
+    refused = _cli("tune-retrieval", "--dataset", DATASET, "--output",
+                   str(tmp_path / "t.json"), "--grid", str(grid))
+    assert refused.returncode == 2
+    assert "candidate #1: rerank_blend is a ranking parameter" in refused.stderr
+    margin = _cli("tune-retrieval", "--dataset", DATASET, "--output",
+                  str(tmp_path / "t.json"), "--noise-margin", "2")
+    assert margin.returncode == 2 and "--noise-margin" in margin.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_cli_tune_retrieval_refuses_overfitted_and_noisy_winners(
+    prefect_api_url: str, seeded: sa.Engine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The command end to end on the synthetic dataset, its rankings recorded in the shapes
+    of ``tests/tasks/test_tune.py`` (the fixture engine's strategies agree too often to
+    disagree on cue)."""
+    from ragplate.catalog.datasets import ApplicationContentDataset
+    from ragplate.tasks import strategy_eval
+    from ragplate.tasks.tune import split
+    from tests.tasks.test_tune import long, record
+
+    def recordings(shape_for: Any) -> Any:
+        def record_cases(dataset: ApplicationContentDataset, _setup: Any) -> Any:
+            cases = [c for c in dataset.cases if c.expected_hit_ids]
+            return record(cases, shape_for(cases))
+        return record_cases
+
+    def overfitted(cases: Any) -> Any:
+        held = {r.case.id for r in split(record(cases, lambda c: "neutral"), 0.3)[1]}
+        return lambda c: ("neutral" if not long(c) else
+                          "keyword_right" if c.id in held else "vector_right")
+
+    def one_flip(cases: Any) -> Any:
+        first = next(c for c in cases if long(c))
+        return lambda c: "vector_right" if c is first else "neutral"
+
+    runner = CliRunner()
+    monkeypatch.setattr(strategy_eval, "record_cases", recordings(overfitted))
+    held_out = runner.invoke(app, ["tune-retrieval", "--dataset", DATASET, "--output",
+                                   str(tmp_path / "overfitted.json")])
+    assert held_out.exit_code == 0, held_out.output
+    report = json.loads((tmp_path / "overfitted.json").read_text(encoding="utf-8"))
+    assert (report["validation"]["status"], report["noise"]["status"]) == ("rejected",
+                                                                           "passed")
+    assert report["winner"] is None and report["validation"]["rejected_params"]
+    assert "No winner (holdout_rejected): keep the committed profile" in held_out.output
+
+    monkeypatch.setattr(strategy_eval, "record_cases", recordings(one_flip))
+    noisy = runner.invoke(app, ["tune-retrieval", "--dataset", DATASET, "--output",
+                                str(tmp_path / "noisy.json"), "--holdout", "0"])
+    assert noisy.exit_code == 0, noisy.output
+    report = json.loads((tmp_path / "noisy.json").read_text(encoding="utf-8"))
+    assert report["noise"]["status"] == "within_noise" and report["noise"]["gain"] > 0
+    assert report["winner"] is None
+    assert "NOT validated on held-out cases (validation disabled)" in noisy.output
+    assert "No winner (within_noise)" in noisy.output
+    page = (tmp_path / "noisy.html").read_text(encoding="utf-8")
+    assert page.count("<svg") == 2

@@ -1,0 +1,94 @@
+"""The ``evaluate-documentation`` flow and CLI: deterministic runs reproduce the committed
+baselines, the run and its artifacts are on the Prefect server, refusals come first."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragplate.api.cli import app
+from ragplate.catalog.settings import PROJECT_ROOT
+
+DATASETS = PROJECT_ROOT / "datasets"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_flow_reproduces_the_baseline_and_publishes_artifacts(
+    prefect_api_url: str, tmp_path: Path
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    from ragplate.flows.evaluate_documentation import evaluate_documentation
+
+    output = tmp_path / "user.json"
+    state = evaluate_documentation(index="user", dataset=str(DATASETS /
+                                   "documentation-user-fixture.json"), output=str(output),
+                                   mode="deterministic", strategy="hybrid", return_state=True)
+    assert state.is_completed()
+    baseline = DATASETS / "baselines" / "documentation-user-fixture-hybrid.json"
+    assert output.read_bytes() == baseline.read_bytes()
+    assert output.with_suffix(".html").read_bytes() == baseline.with_suffix(".html").read_bytes()
+    flow_run_id = state.state_details.flow_run_id
+    with get_client(sync_client=True) as client:
+        assert str(client.api_url).rstrip("/") == prefect_api_url
+        flow_run = client.read_flow_run(flow_run_id)
+        assert client.read_flow(flow_run.flow_id).name == "evaluate-documentation"
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+    by_key = {a.key: a for a in artifacts}
+    table = by_key["evaluate-documentation-metrics"]
+    assert table.type == "table"
+    rows = json.loads(table.data) if isinstance(table.data, str) else table.data
+    assert rows[0]["scope"] == "overall" and rows[0]["source_hit_at_k"] == 1.0
+    summary = by_key["evaluate-documentation-report"]
+    assert summary.type == "markdown" and "mean_reciprocal_rank" in str(summary.data)
+    assert str(output.with_suffix(".html")) in str(summary.data)
+    # Nothing of the queries reaches the server either.
+    assert "credit note" not in str(summary.data) + str(table.data)
+
+    refused = evaluate_documentation(index="user", dataset=str(DATASETS /
+                                     "documentation-user-fixture.json"), output=str(output),
+                                     mode="deterministic", return_state=True)
+    assert refused.is_failed()
+    assert "already exists" in str(refused.message) or "already exists" in str(
+        refused.result(raise_on_failure=False))
+
+
+def test_cli_refuses_before_starting_anything(tmp_path: Path) -> None:
+    existing = tmp_path / "r.json"
+    existing.write_text("{}", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "ragplate", "evaluate", "documentation", "--index", "user",
+         "--dataset", str(DATASETS / "documentation-user-fixture.json"), "--output",
+         str(existing), "--mode", "deterministic"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 2
+    assert "already exists" in result.stderr and "--force" in result.stderr
+    missing = subprocess.run(
+        [sys.executable, "-m", "ragplate", "evaluate", "documentation", "--index", "user",
+         "--dataset", "d.json", "--output", str(tmp_path / "no" / "r.json")],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_cli_check_validates_datasets_and_reports(tmp_path: Path) -> None:
+    runner = CliRunner()
+    ok = runner.invoke(app, ["evaluate", "check",
+                             str(DATASETS / "documentation-developer-fixture.json")])
+    assert ok.exit_code == 0, ok.output
+    assert "suite documentation_dataset passed" in ok.output
+    report = json.loads((DATASETS / "baselines" /
+                         "documentation-developer-fixture-vector.json").read_text())
+    report["metrics"]["refusal_accuracy"] = 2.0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(report), encoding="utf-8")
+    failed = runner.invoke(app, ["evaluate", "check", str(bad)])
+    assert failed.exit_code != 0
+    assert "expect_column_values_to_be_between" in str(failed.exception)

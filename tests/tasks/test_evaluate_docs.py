@@ -1,0 +1,107 @@
+"""Level-1 documentation evaluation: the committed baselines, byte for byte.
+
+Regenerate them after an intended change with ``RAGPLATE_BASELINE_REGEN=1 pytest
+tests/tasks/test_evaluate_docs.py`` and review the diff.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragplate.catalog.datasets import DatasetError, DocumentationCase, DocumentationDataset
+from ragplate.catalog.settings import PROJECT_ROOT
+from ragplate.tasks import evaluate_docs
+from ragplate.tasks.datasets import read_dataset
+from ragplate.tasks.report_render import render_html
+from ragplate.tasks.reports import assert_no_content, render_json
+
+DATASETS = PROJECT_ROOT / "datasets"
+BASELINES = DATASETS / "baselines"
+RUNS = [(index, strategy) for index in ("developer", "user") for strategy in ("vector", "hybrid")]
+REGEN = os.environ.get("RAGPLATE_BASELINE_REGEN", "").strip() in ("1", "true", "yes")
+
+
+def deterministic(index: Any, strategy: Any) -> tuple[dict[str, Any], str, str]:
+    """(report, JSON text, HTML page) of one Level-1 run, as the flow builds them."""
+    loaded = read_dataset(DATASETS / f"documentation-{index}-fixture.json", DocumentationDataset)
+    setup = evaluate_docs.fixture_setup(index, strategy=strategy)
+    outcomes = evaluate_docs.run_cases(loaded.data, evaluate_docs.case_retriever(setup),
+                                       timed=False)
+    report = evaluate_docs.build_report(loaded, outcomes, setup)
+    return report, render_json(report), render_html(report,
+                                                    title=evaluate_docs.report_title(report))
+
+
+def baseline(index: str, strategy: str) -> Path:
+    return BASELINES / f"documentation-{index}-fixture-{strategy}.json"
+
+
+@pytest.mark.parametrize(("index", "strategy"), RUNS)
+def test_baseline_is_byte_identical(index: str, strategy: str) -> None:
+    report, text, page = deterministic(index, strategy)
+    path = baseline(index, strategy)
+    if REGEN:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        path.with_suffix(".html").write_text(page, encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == text, f"{path} differs: rerun with " \
+        "RAGPLATE_BASELINE_REGEN=1 if the change is intended"
+    assert path.with_suffix(".html").read_text(encoding="utf-8") == page
+    assert deterministic(index, strategy)[1] == text  # two runs, same bytes
+    assert_no_content(report)
+    assert report["driver"] == f"{index}-documentation-fixture"
+    assert report["latency_ms"] == {"average": 0.0, "p50": 0.0, "p95": 0.0, "max": 0.0}
+
+
+def test_the_baselines_gate_quality() -> None:
+    """Floors under the committed figures, so a regression also reads as one."""
+    for index, strategy in RUNS:
+        metrics = deterministic(index, strategy)[0]["metrics"]
+        assert metrics["source_hit_at_k"] == 1.0, (index, strategy)
+        assert metrics["unavailable_rate"] == 0.0
+    user = deterministic("user", "vector")[0]
+    assert user["metrics"]["authorized_empty_accuracy"] == 1.0
+    assert user["slices"]["category"]["sections"]["source_hit_at_k"] == 1.0
+    assert user["slices"]["category"]["tenant"]["source_hit_at_k"] == 1.0
+    assert deterministic("developer", "hybrid")[0]["metrics"]["mean_reciprocal_rank"] >= \
+        deterministic("developer", "vector")[0]["metrics"]["mean_reciprocal_rank"]
+
+
+def test_user_cases_run_with_their_principal() -> None:
+    setup = evaluate_docs.fixture_setup("user", strategy="vector")
+    dataset = read_dataset(DATASETS / "documentation-user-fixture.json",
+                           DocumentationDataset).data
+    retrieve = evaluate_docs.case_retriever(setup)
+    by_id = {c.id: c for c in dataset.cases}
+    assert retrieve(by_id["perm-it-hidden"]) == []
+    assert retrieve(by_id["perm-it-credit-note"]) == ["Fatturazione · Fatture · Note di credito"]
+    assert "Workspace · Acme help" not in retrieve(by_id["tenant-globex"])
+    assert retrieve(by_id["tenant-acme"])[0] == "Workspace · Acme help"
+    context = evaluate_docs.access_context(by_id["perm-credit-note"])
+    assert context.permissions == frozenset({"billing.admin"}) and context.tenant is None
+
+
+def test_a_failing_retrieval_is_unavailable_not_fatal() -> None:
+    dataset = read_dataset(DATASETS / "documentation-developer-fixture.json",
+                           DocumentationDataset).data
+
+    def broken(case: DocumentationCase) -> list[str]:
+        if case.id == "kw-bm25":
+            raise RuntimeError("store down")
+        return ["faq-fixture-ops/BACKUPS.md"]
+
+    outcomes = evaluate_docs.run_cases(dataset, broken, clock=iter(range(100)).__next__)
+    failed = next(o for o in outcomes if o.case_id == "kw-bm25")
+    assert failed.unavailable and failed.ranked == ()
+    assert all(o.latency_ms == 1000.0 for o in outcomes)
+
+
+def test_the_dataset_must_target_the_index() -> None:
+    dataset = read_dataset(DATASETS / "documentation-user-fixture.json",
+                           DocumentationDataset).data
+    with pytest.raises(DatasetError, match="index_profile is 'user'"):
+        evaluate_docs.check_index(dataset, "developer")
