@@ -25,13 +25,11 @@ from ragplate.catalog.errors import StoreError
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.infra.stores.base import (
     EmbeddedChunk,
-    SearchFilters,
     SourceRecord,
-    StoreHit,
     check_dimensions,
     check_sources_cover,
 )
-from ragplate.infra.stores.memory import ChunkTable, StoredChunk, check_query
+from ragplate.infra.stores.memory import ChunkTable, StoredChunk, TableReads
 
 try:  # POSIX only: serialises writers of other processes on the directory.
     import fcntl
@@ -53,7 +51,7 @@ def store_filename(index: str, model_key: str) -> str:
     return f"{slug(index)}--{slug(model_key)}-{digest}.npz"
 
 
-class FilesystemStore:
+class FilesystemStore(TableReads):
     """A :class:`DocumentStore` persisted to one file per index and embedding model.
 
     Writes are atomic (temp file in the same directory, fsync, ``os.replace``); readers
@@ -228,42 +226,6 @@ class FilesystemStore:
                 self._publish(table.written([], [], drop=names))
         return deleted
 
-    def sources(self) -> dict[str, SourceRecord]:
-        """Every indexed source, by label."""
-        with self._lock:
-            return dict(self._table().records)
-
-    def search(
-        self,
-        vector: np.ndarray,
-        *,
-        top_k: int,
-        filters: SearchFilters | None = None,
-        min_score: float | None = None,
-    ) -> list[StoreHit]:
-        """The ``top_k`` most similar chunks that pass ``filters`` and ``min_score``."""
-        query = check_query(self.profile, vector, top_k)
-        with self._lock:
-            table = self._table()
-        return table.search(self.profile, query, top_k, filters, min_score)
-
-    def keyword_search(
-        self,
-        query: str,
-        *,
-        top_k: int,
-        filters: SearchFilters | None = None,
-        label_key: str | None = None,
-    ) -> list[StoreHit]:
-        """The ``top_k`` best labels for ``query`` by BM25 (see ``stores.lexical``)."""
-        with self._lock:
-            table = self._table()
-        return table.keyword_search(query, top_k, filters, label_key)
-
-    def count(self) -> int:
-        """Number of chunks in this index for this profile."""
-        with self._lock:
-            return len(self._table().rows)
 
     def reset(self) -> None:
         """Delete this index's file (other indexes and models keep theirs)."""

@@ -169,7 +169,59 @@ class ChunkTable:
         return sum(1 for r in self.rows if r.source in wanted)
 
 
-class MemoryStore:
+class TableReads:
+    """The read side shared by drivers whose state is a :class:`ChunkTable`: they provide
+    ``profile``, ``_lock`` and ``_table()``."""
+
+    profile: EmbeddingProfile
+
+    @property
+    def _guard(self) -> Any:
+        """The lock serialising reads with this driver's writers."""
+        return self._lock  # type: ignore[attr-defined]
+
+    def _table(self) -> ChunkTable:
+        raise NotImplementedError
+
+    def sources(self) -> dict[str, SourceRecord]:
+        """Every indexed source, by label."""
+        with self._guard:
+            return dict(self._table().records)
+
+    def search(
+        self,
+        vector: np.ndarray,
+        *,
+        top_k: int,
+        filters: SearchFilters | None = None,
+        min_score: float | None = None,
+    ) -> list[StoreHit]:
+        """The ``top_k`` most similar chunks that pass ``filters`` and ``min_score``."""
+        query = check_query(self.profile, vector, top_k)
+        with self._guard:
+            table = self._table()
+        return table.search(self.profile, query, top_k, filters, min_score)
+
+    def keyword_search(
+        self,
+        query: str,
+        *,
+        top_k: int,
+        filters: SearchFilters | None = None,
+        label_key: str | None = None,
+    ) -> list[StoreHit]:
+        """The ``top_k`` best labels for ``query`` by BM25 (see ``stores.lexical``)."""
+        with self._guard:
+            table = self._table()
+        return table.keyword_search(query, top_k, filters, label_key)
+
+    def count(self) -> int:
+        """Number of chunks in this index for this profile."""
+        with self._guard:
+            return len(self._table().rows)
+
+
+class MemoryStore(TableReads):
     """A :class:`DocumentStore` in process memory, for tests and one-off runs.
 
     State is shared process-wide per (index, model key): two instances built with the
@@ -215,42 +267,6 @@ class MemoryStore:
             self._tables[self._key] = table.written([], [], drop=names)
         return deleted
 
-    def sources(self) -> dict[str, SourceRecord]:
-        """Every indexed source, by label."""
-        with self._lock:
-            return dict(self._table().records)
-
-    def search(
-        self,
-        vector: np.ndarray,
-        *,
-        top_k: int,
-        filters: SearchFilters | None = None,
-        min_score: float | None = None,
-    ) -> list[StoreHit]:
-        """The ``top_k`` most similar chunks that pass ``filters`` and ``min_score``."""
-        query = check_query(self.profile, vector, top_k)
-        with self._lock:
-            table = self._table()
-        return table.search(self.profile, query, top_k, filters, min_score)
-
-    def keyword_search(
-        self,
-        query: str,
-        *,
-        top_k: int,
-        filters: SearchFilters | None = None,
-        label_key: str | None = None,
-    ) -> list[StoreHit]:
-        """The ``top_k`` best labels for ``query`` by BM25 (see ``stores.lexical``)."""
-        with self._lock:
-            table = self._table()
-        return table.keyword_search(query, top_k, filters, label_key)
-
-    def count(self) -> int:
-        """Number of chunks in this index for this profile."""
-        with self._lock:
-            return len(self._table().rows)
 
     def reset(self) -> None:
         """Remove every chunk and source record of this index and profile."""
