@@ -67,7 +67,8 @@ def index_rag_docs(
     model = runtime.active_profile()
     embedder = runtime.embedder(model)
     splitter = make_splitter(runtime.settings)
-    salt = repr(splitter)  # the splitter's configuration: a change re-embeds every source
+    # The splitter's configuration and the vector recipe: a change re-embeds every source.
+    salt = index.index_salt(splitter)
     # Called from a sync flow, Prefect's async_dispatch returns the UUID, not a coroutine.
     progress_id = cast(UUID, create_progress_artifact(0.0, key="index-rag-docs-progress",
                                                       description="chunks embedded and written"))

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ragplate.catalog.documents import Chunk, Document
 from ragplate.infra.embedders.base import Embedder
@@ -54,6 +57,23 @@ class IndexSummary:
             "chunks written": self.chunks_written,
             "seconds": round(self.seconds, 2),
         }
+
+
+#: How much of its document a chunk's stored vector carries: the vector is the chunk's own
+#: direction plus this weight times the mean direction of its document's chunks (then put
+#: back at the chunk's length). A passage of a long guide is then found as part of that
+#: guide, not only by its own words: a chunk's text alone often omits what its document is
+#: about. 1.0 is the plain average of the two; 0 would store the chunk's own vector.
+DOCUMENT_CONTEXT_WEIGHT = 1.0
+#: Names how stored vectors are made; part of every source's fingerprint, so a change
+#: re-embeds every source instead of mixing vectors of two recipes in one index.
+VECTOR_RECIPE = f"document-context={DOCUMENT_CONTEXT_WEIGHT}"
+
+
+def index_salt(splitter: object) -> str:
+    """The fingerprint salt of an index run: the splitter's configuration and the vector
+    recipe, so that changing either re-embeds every source."""
+    return f"{splitter!r}|{VECTOR_RECIPE}"
 
 
 def fingerprint(content_hash: str, salt: str = "") -> str:
@@ -148,11 +168,38 @@ def make_batches(
     return batches
 
 
+def with_document_context(
+    matrix: np.ndarray, sources: Sequence[str], weight: float = DOCUMENT_CONTEXT_WEIGHT
+) -> np.ndarray:
+    """Each row's direction plus ``weight`` times the mean direction of the rows of the same
+    source, rescaled to the row's own length (see :data:`DOCUMENT_CONTEXT_WEIGHT`).
+
+    Rows of one source only ever see that source: a batch holds whole sources, so the
+    vectors do not depend on how sources were grouped into batches. A zero row stays zero
+    (the store refuses it with its own error)."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if weight == 0 or not len(matrix):
+        return matrix
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    units = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    rows: dict[str, list[int]] = defaultdict(list)
+    for i, source in enumerate(sources):
+        rows[source].append(i)
+    mixed = units.copy()
+    for members in rows.values():
+        mixed[members] += weight * units[members].mean(axis=0)
+    lengths = np.linalg.norm(mixed, axis=1, keepdims=True)
+    scale = np.divide(norms, lengths, out=np.zeros_like(norms), where=lengths > 0)
+    return (mixed * scale).astype(np.float32)
+
+
 def embed_batch(embedder: Embedder, batch: Batch) -> list[EmbeddedChunk]:
-    """Passage vectors for every chunk of the batch."""
+    """Stored vectors for every chunk of the batch: passage embeddings carrying their
+    document's context (:func:`with_document_context`)."""
     if not batch.chunks:
         return []
     matrix = embedder.embed_passages([c.text_for_embedding for c in batch.chunks])
+    matrix = with_document_context(matrix, [c.source for c in batch.chunks])
     return [EmbeddedChunk(chunk, matrix[i]) for i, chunk in enumerate(batch.chunks)]
 
 

@@ -5,11 +5,21 @@ from __future__ import annotations
 import itertools
 import random
 
+import numpy as np
 import pytest
 
 from ragplate.catalog.documents import Chunk, Document
 from ragplate.infra.stores.base import SourceRecord
-from ragplate.tasks.index import IndexSummary, in_scope, make_batches, plan_index
+from ragplate.tasks.index import (
+    VECTOR_RECIPE,
+    IndexSummary,
+    fingerprint,
+    in_scope,
+    index_salt,
+    make_batches,
+    plan_index,
+    with_document_context,
+)
 
 MODEL = "local:intfloat/multilingual-e5-small"
 OTHER_MODEL = "local:cnmoro/portuguese-multilingual-e5-small"
@@ -200,3 +210,48 @@ def test_summary_row() -> None:
     assert summary.as_row() == {"index": "developer", "sources read": 3, "unchanged": 1,
                                 "re-embedded": 2, "deleted": 1, "chunks written": 5,
                                 "seconds": 1.23}
+
+
+# -- document context ----------------------------------------------------------------------
+
+
+def test_a_chunk_vector_is_its_direction_plus_its_documents_mean_direction() -> None:
+    # Two chunks of a.md along x and y, one of b.md along z (lengths 2, 1 and 3).
+    matrix = np.array([[2.0, 0, 0], [0, 1.0, 0], [0, 0, 3.0]])
+
+    mixed = with_document_context(matrix, ["a.md", "a.md", "b.md"], weight=1.0)
+
+    # a.md's mean direction is (0.5, 0.5, 0): chunk 1 -> (1.5, 0.5, 0), put back at length 2.
+    expected_first = np.array([1.5, 0.5, 0]) / np.linalg.norm([1.5, 0.5, 0]) * 2
+    np.testing.assert_allclose(mixed[0], expected_first, rtol=1e-6)
+    np.testing.assert_allclose(mixed[1], [0.5 / np.sqrt(2.5), 1.5 / np.sqrt(2.5), 0],
+                               rtol=1e-6)
+    # A source alone keeps its own direction and length; nothing leaks from a.md.
+    np.testing.assert_allclose(mixed[2], [0, 0, 3.0], rtol=1e-6)
+    assert mixed.dtype == np.float32
+
+
+def test_document_context_does_not_depend_on_the_batch() -> None:
+    rng = np.random.default_rng(7)
+    a, b = rng.normal(size=(3, 8)), rng.normal(size=(2, 8))
+
+    together = with_document_context(np.vstack([a, b]), ["a"] * 3 + ["b"] * 2)
+
+    np.testing.assert_allclose(together[:3], with_document_context(a, ["a"] * 3), rtol=1e-5)
+    np.testing.assert_allclose(together[3:], with_document_context(b, ["b"] * 2), rtol=1e-5)
+
+
+def test_weight_zero_and_zero_rows_are_left_alone() -> None:
+    matrix = np.array([[0.0, 0.0], [1.0, 1.0]])
+
+    np.testing.assert_array_equal(with_document_context(matrix, ["a", "b"], weight=0), matrix)
+    mixed = with_document_context(matrix, ["a", "a"])
+    np.testing.assert_array_equal(mixed[0], [0.0, 0.0])  # the store refuses it, not us
+    np.testing.assert_allclose(np.linalg.norm(mixed[1]), np.sqrt(2), rtol=1e-6)
+
+
+def test_the_vector_recipe_is_part_of_the_fingerprint() -> None:
+    salt = index_salt("MarkdownAwareSplitter(200, 0)")
+
+    assert VECTOR_RECIPE in salt
+    assert fingerprint("h", salt) != fingerprint("h", "MarkdownAwareSplitter(200, 0)")

@@ -154,7 +154,8 @@ def write_rag_range(runtime: Runtime, profile: EmbeddingProfile, chunk: ChunkSpe
     store = runtime.store(chunk.scope, profile)
     stored = {s: r for s, r in store.sources().items() if chunk.contains(s)}
     splitter = make_splitter(runtime.settings)
-    salt = repr(splitter)  # as index-docs: the next incremental run finds them unchanged
+    # As index-docs: the next incremental run finds them unchanged.
+    salt = indexing.index_salt(splitter)
     plan = indexing.plan_index(chunk.scope, documents, stored, profile.key, full=False,
                                prefixes=list(roots), salt=salt)
     pieces = split_documents(plan.changed, splitter)
