@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -79,30 +78,30 @@ def documentation(
     _print(report, output)
 
 
+class CheckKind(StrEnum):
+    documentation = "documentation"
+    application_content = "application-content"
+
+
 @app.command("check")
 def check(
-    file: Annotated[Path, typer.Argument(help="A documentation dataset or report (JSON).")],
+    file: Annotated[Path, typer.Argument(help="A dataset or report (JSON), documentation or "
+                                         "application content.")],
+    kind: Annotated[CheckKind | None, typer.Option(
+        help="The file's kind (default: read from its shape: index_profile and cases with "
+             "expected_source_labels for documentation, source and cases with "
+             "expected_hit_ids for application content).")] = None,
 ) -> None:
-    """Validate a documentation dataset (schema, caps, expectation suite) or a report
-    (expectation suite); print which expectation failed.
+    """Validate a dataset (caps, schema, expectation suite) or a report (expectation
+    suite), documentation or application content; print which expectation failed.
 
-    Example: ragplate evaluate check datasets/documentation-user-fixture.json
+    Example: ragplate evaluate check datasets/application-content-fixture.json
     """
-    from ragplate.catalog.datasets import DocumentationDataset
-    from ragplate.tasks import expectations
-    from ragplate.tasks.datasets import read_dataset
+    from ragplate.tasks.file_check import check_file
 
-    try:
-        data: Any = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InvalidInputError(f"{file}: cannot be read as JSON ({exc})") from exc
-    if isinstance(data, dict) and "cases" in data:
-        result = expectations.validate_documentation_dataset(
-            read_dataset(file, DocumentationDataset).data)
-    elif isinstance(data, dict) and "metrics" in data:
-        result = expectations.validate_documentation_report(data)
-    else:
-        raise InvalidInputError(f"{file}: neither a dataset (cases) nor a report (metrics)")
+    result = check_file(file, None if kind is None else
+                        "documentation" if kind is CheckKind.documentation
+                        else "application_content")
     console.print(f"{file}: suite {result.suite} passed ({result.expectations} expectations, "
                   f"{result.rows} rows)", highlight=False, soft_wrap=True)
 
