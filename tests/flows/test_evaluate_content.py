@@ -1,6 +1,7 @@
 """The application-content, strategies and tuning flows on the Prefect server: their runs
 and artifacts are visible, their reports are the committed baselines; the CLI refuses
-before starting anything and warns when the reranker did not run."""
+before starting anything, warns when the reranker did not run, and ``tune-retrieval`` refuses
+an overfitted or noisy winner on rankings recorded over the tuning fixture."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from ragplate.flows.evaluate_content import (
     tune_retrieval,
 )
 from ragplate.tasks.content_fixture import seed_fixture_corpus
+from ragplate.tasks.tuning_fixture import HOLDOUT_DATASET, NOISE_DATASET, seed_tuning_corpus
 from tests.testing.server_doubles import RERANK_MODEL, tei_double
 
 DATASETS = PROJECT_ROOT / "datasets"
@@ -174,52 +176,58 @@ def test_cli_refuses_before_starting_anything(tmp_path: Path) -> None:
     assert margin.returncode == 2 and "--noise-margin" in margin.stderr
 
 
+@pytest.fixture
+def disagreeing(engine: sa.Engine, settings: Any, embedder: Any) -> Iterator[sa.Engine]:
+    """The tuning fixture, embedded with the serving model; the application-content fixture
+    is seeded back afterwards, so the module's other tests find it whatever the order."""
+    from ragplate.infra.runtime import Runtime
+
+    serving = Runtime(settings).active_profile()
+    assert serving.key == embedder.profile.key, "the session must serve the default profile"
+    seed_tuning_corpus(engine, serving, lambda _profile: embedder)
+    yield engine
+    seed_fixture_corpus(engine)
+
+
 @pytest.mark.integration
 @pytest.mark.slow
 def test_cli_tune_retrieval_refuses_overfitted_and_noisy_winners(
-    prefect_api_url: str, seeded: sa.Engine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    prefect_api_url: str, disagreeing: sa.Engine, tmp_path: Path
 ) -> None:
-    """The command end to end on the synthetic dataset, its rankings recorded in the shapes
-    of ``tests/tasks/test_tune.py`` (the fixture engine's strategies agree too often to
-    disagree on cue)."""
-    from ragplate.catalog.datasets import ApplicationContentDataset
-    from ragplate.tasks import strategy_eval
-    from ragplate.tasks.tune import split
-    from tests.tasks.test_tune import long, record
-
-    def recordings(shape_for: Any) -> Any:
-        def record_cases(dataset: ApplicationContentDataset, _setup: Any) -> Any:
-            cases = [c for c in dataset.cases if c.expected_hit_ids]
-            return record(cases, shape_for(cases))
-        return record_cases
-
-    def overfitted(cases: Any) -> Any:
-        held = {r.case.id for r in split(record(cases, lambda c: "neutral"), 0.3)[1]}
-        return lambda c: ("neutral" if not long(c) else
-                          "keyword_right" if c.id in held else "vector_right")
-
-    def one_flip(cases: Any) -> Any:
-        first = next(c for c in cases if long(c))
-        return lambda c: "vector_right" if c is first else "neutral"
-
+    """The command end to end on rankings application search records over the tuning
+    fixture (keyword search and vector search with the serving model, nothing injected): a
+    winner that only fits the selection is refused by the hold-out, a one-case gain by the
+    noise margin."""
     runner = CliRunner()
-    monkeypatch.setattr(strategy_eval, "record_cases", recordings(overfitted))
-    held_out = runner.invoke(app, ["tune-retrieval", "--dataset", DATASET, "--output",
-                                   str(tmp_path / "overfitted.json")])
+    held_out = runner.invoke(app, ["tune-retrieval", "--dataset", str(HOLDOUT_DATASET),
+                                   "--output", str(tmp_path / "overfitted.json")])
     assert held_out.exit_code == 0, held_out.output
     report = json.loads((tmp_path / "overfitted.json").read_text(encoding="utf-8"))
+    # Every record has a vector of the serving model, so vector search ran on every case …
+    assert report["corpus"]["vectors"] == report["corpus"]["size"] > 0
+    # … and the strategies disagree: the candidates do not all score alike.
+    assert len({c["metrics"]["ndcg_at_5"] for c in report["candidates"]}) > 1
     assert (report["validation"]["status"], report["noise"]["status"]) == ("rejected",
                                                                            "passed")
-    assert report["winner"] is None and report["validation"]["rejected_params"]
+    assert report["noise"]["gain"] > report["noise"]["margin"]
+    validation = report["validation"]
+    assert validation["candidate"] < validation["committed"]
+    rejected = validation["rejected_params"]
+    assert rejected == report["candidates"][0]["params"]
+    assert rejected["vector_weight"] > rejected["keyword_weight"]
+    assert report["winner"] is None and report["outcome"] == "holdout_rejected"
     assert "No winner (holdout_rejected): keep the committed profile" in held_out.output
+    assert "<svg" in (tmp_path / "overfitted.html").read_text(encoding="utf-8")
 
-    monkeypatch.setattr(strategy_eval, "record_cases", recordings(one_flip))
-    noisy = runner.invoke(app, ["tune-retrieval", "--dataset", DATASET, "--output",
+    noisy = runner.invoke(app, ["tune-retrieval", "--dataset", str(NOISE_DATASET), "--output",
                                 str(tmp_path / "noisy.json"), "--holdout", "0"])
     assert noisy.exit_code == 0, noisy.output
     report = json.loads((tmp_path / "noisy.json").read_text(encoding="utf-8"))
-    assert report["noise"]["status"] == "within_noise" and report["noise"]["gain"] > 0
-    assert report["winner"] is None
+    noise = report["noise"]
+    assert noise["status"] == "within_noise"
+    assert 0 < noise["gain"] <= noise["margin"] == round(1 / report["case_count"], 4)
+    assert report["winner"] is None and report["outcome"] == "within_noise"
+    assert report["validation"]["status"] == "disabled"
     assert "NOT validated on held-out cases (validation disabled)" in noisy.output
     assert "No winner (within_noise)" in noisy.output
     page = (tmp_path / "noisy.html").read_text(encoding="utf-8")

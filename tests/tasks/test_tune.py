@@ -231,3 +231,20 @@ def test_the_page_charts_candidates_and_classes(cases: list[ApplicationContentCa
         'xmlns="http://www.w3.org/2000/svg"', "")
     assert_no_content(report)
     assert "query" not in render_json(report)
+
+
+def test_the_tuning_fixture_holds_out_its_keyword_right_case() -> None:
+    """The hold-out dataset of the tuning fixture (run end to end in
+    ``tests/flows/test_evaluate_content.py``): the default split, a hash of the case ids,
+    keeps its keyword-right case out of the selection and its vector-right cases in it."""
+    from ragplate.tasks.tuning_fixture import HOLDOUT_DATASET
+
+    data = read_dataset(HOLDOUT_DATASET, ApplicationContentDataset).data
+    selection, holdout, status = split(record(data.cases, lambda c: "neutral"),
+                                       Safeguards().holdout)
+
+    assert status == "pending"
+    assert any("keyword-right" in r.case.slices for r in holdout)
+    assert not any("vector-right" in r.case.slices for r in holdout)
+    assert sum("vector-right" in r.case.slices for r in selection) >= 3
+    assert not any("keyword-right" in r.case.slices for r in selection)
