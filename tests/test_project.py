@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
-from pathlib import Path
+import itertools
+from datetime import UTC, datetime, timedelta
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 import yaml
+from prefect import Flow
 
+from ragplate.catalog.datasets import DatasetKind
 from ragplate.catalog.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,15 +39,103 @@ def test_readme_names_the_two_commands() -> None:
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
-def test_prefect_deployments_point_at_flows_with_valid_parameters() -> None:
+def deployments() -> list[dict[str, Any]]:
+    """The deployments of ``prefect.yaml``."""
     config = yaml.safe_load((ROOT / "prefect.yaml").read_text())
-    assert config["deployments"], "prefect.yaml declares no deployment"
-    for deployment in config["deployments"]:
-        path, _, name = deployment["entrypoint"].partition(":")
-        module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
-        flow = getattr(module, name)
+    found: list[dict[str, Any]] = config["deployments"]
+    return found
+
+
+def flow_of(deployment: dict[str, Any]) -> Flow[Any, Any]:
+    """The flow object a deployment's entrypoint names."""
+    path, _, name = deployment["entrypoint"].partition(":")
+    module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+    found: Flow[Any, Any] = getattr(module, name)
+    return found
+
+
+def fire_times(schedule: dict[str, Any], count: int = 60) -> list[datetime]:
+    """The next ``count`` runs of a cron schedule, computed the way Prefect's scheduler
+    computes them (its day-of-month / day-of-week semantics included)."""
+    from prefect.server.schemas.schedules import CronSchedule
+
+    cron = CronSchedule(**{k: v for k, v in schedule.items() if k in ("cron", "timezone",
+                                                                        "day_or")})
+    return list(asyncio.run(cron.get_dates(n=count, start=datetime(2026, 1, 1, tzinfo=UTC))))
+
+
+#: The kind of dataset each report-writing flow reads.
+DATASET_KINDS: dict[str, DatasetKind] = {
+    "evaluate-documentation": "documentation",
+    "evaluate-application-content": "application_content",
+    "tune-retrieval": "application_content",
+}
+
+
+def test_prefect_deployments_point_at_flows_with_valid_parameters() -> None:
+    assert deployments(), "prefect.yaml declares no deployment"
+    for deployment in deployments():
+        flow = flow_of(deployment)
         accepted = inspect.signature(flow.fn).parameters
-        unknown = set(deployment.get("parameters", {})) - set(accepted)
+        parameters = deployment.get("parameters", {})
+        unknown = set(parameters) - set(accepted)
         assert unknown == set(), f"{deployment['name']}: unknown parameters {unknown}"
+        # Required parameters present and every value of the type the flow declares.
+        flow.validate_parameters(parameters)
         for schedule in deployment.get("schedules", []):
             assert schedule.get("cron") and schedule.get("timezone")
+
+
+def test_application_content_evaluation_and_tuning_are_deployed() -> None:
+    flows = {flow_of(d).name: d for d in deployments()}
+    assert {"evaluate-documentation", "evaluate-application-content",
+            "tune-retrieval"} <= set(flows)
+    for name in ("evaluate-application-content", "tune-retrieval"):
+        assert flows[name].get("schedules"), f"{flows[name]['name']}: not scheduled"
+
+
+def test_report_deployments_write_distinct_replaceable_reports_from_real_datasets() -> None:
+    from ragplate.tasks.content_eval import check_dataset
+    from ragplate.tasks.datasets import read_named
+
+    outputs: list[str] = []
+    for deployment in deployments():
+        parameters = deployment.get("parameters", {})
+        if "output" not in parameters:
+            continue
+        name, flow = deployment["name"], flow_of(deployment)
+        output = PurePosixPath(parameters["output"])
+        assert output.parent == PurePosixPath("reports/evaluations") and output.suffix == ".json"
+        assert (ROOT / output.parent).is_dir()
+        outputs.append(str(output))
+        if deployment.get("schedules"):
+            # A report is never overwritten without force: the second run would fail.
+            assert parameters.get("force") is True, f"{name}: scheduled without force"
+        # The deterministic setup replaces every cms.contents record with the fixture.
+        assert parameters.get("setup", "live") == "live", f"{name}: setup must stay live"
+        assert flow.name in DATASET_KINDS, f"{name}: add the dataset kind of {flow.name}"
+        loaded = read_named(ROOT / parameters["dataset"], DATASET_KINDS[flow.name])
+        if DATASET_KINDS[flow.name] == "application_content":
+            check_dataset(loaded.data, parameters["source"])
+    assert len(outputs) == len(set(outputs)), f"two deployments share a report: {outputs}"
+
+
+def test_tuning_runs_at_most_weekly() -> None:
+    tuning = [d for d in deployments() if flow_of(d).name == "tune-retrieval"]
+    assert tuning
+    for deployment in tuning:
+        for schedule in deployment.get("schedules", []):
+            times = fire_times(schedule)
+            gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+            assert min(gaps) >= timedelta(days=7), f"{deployment['name']}: {schedule}"
+
+
+def test_the_documentation_names_every_deployment_and_scheduled_report() -> None:
+    readme = (ROOT / "README.md").read_text()
+    reports_readme = (ROOT / "reports" / "evaluations" / "README.md").read_text()
+    for deployment in deployments():
+        assert f"`{deployment['name']}`" in readme, deployment["name"]
+        output = deployment.get("parameters", {}).get("output")
+        if output and deployment.get("schedules"):
+            assert f"`{deployment['name']}`" in reports_readme, deployment["name"]
+            assert f"`{PurePosixPath(output).name}`" in reports_readme, output
