@@ -17,10 +17,13 @@ from prefect.artifacts import (
     create_table_artifact,
 )
 
+from ragplate.catalog.datasets import ApplicationContentDataset
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.search_tuning import PROFILE
 from ragplate.tasks import content_eval, strategy_eval, tune_report
 from ragplate.tasks import content_eval_wrappers as steps
+from ragplate.tasks.content_eval import ContentSetup
+from ragplate.tasks.datasets import LoadedDataset
 from ragplate.tasks.ranking_pages import (
     paste_block,
     strategies_html,
@@ -31,6 +34,7 @@ from ragplate.tasks.ranking_pages import (
 from ragplate.tasks.report_render import markdown_summary, render_html, table_rows
 from ragplate.tasks.reports import html_path
 from ragplate.tasks.search_strategy import MODES, Mode
+from ragplate.tasks.strategy_eval import RecordedCase
 from ragplate.tasks.tune import Safeguards
 from ragplate.tasks.tune_grid import load_grid
 
@@ -48,6 +52,28 @@ def _publish(key: str, title: str, rows: Sequence[dict[str, Any]], summary: str,
     create_markdown_artifact(summary, key=f"{key}-report", description=title)
     create_link_artifact(page.resolve().as_uri(), link_text=page.name, key=f"{key}-page",
                          description=f"HTML page of {title}")
+
+
+def _record(source: str, dataset: str, output: str, force: bool, setup: steps.Setup,
+            ) -> tuple[Path, LoadedDataset[ApplicationContentDataset], ContentSetup,
+                       list[RecordedCase], dict[str, Any]]:
+    """The steps the strategies and tuning flows share: refuse the output early, load and
+    validate the dataset, then record every case's rankings once."""
+    path = steps.check_output(output, force)
+    loaded = steps.load_dataset(dataset, source)
+    steps.validate_dataset(loaded.data)
+    content = steps.prepare_search(setup)
+    recorded = steps.record_rankings(loaded.data, content)
+    return path, loaded, content, recorded, steps.measure_context(loaded, content)
+
+
+def _warn_if_reranker_idle(reranker: dict[str, Any]) -> str | None:
+    """Log and print the warning of a reranker that was requested but did not run."""
+    warning = strategy_eval.reranker_warning(reranker)
+    if warning:
+        log.warning(warning)
+        print(f"WARNING: {warning}")
+    return warning
 
 
 def _markdown(title: str, lines: Sequence[str], page: Path) -> str:
@@ -86,18 +112,10 @@ def evaluate_retrieval_strategies(source: str, dataset: str, output: str, force:
     """Score each ordering (keyword, vector, hybrid, fused, reranked) on the cases with
     ground truth and write the report; warns when the reranker did not run."""
     _check_setup(setup)
-    path = steps.check_output(output, force)
-    loaded = steps.load_dataset(dataset, source)
-    steps.validate_dataset(loaded.data)
-    content = steps.prepare_search(setup)
-    recorded = steps.record_rankings(loaded.data, content)
-    context = steps.measure_context(loaded, content)
+    path, loaded, content, recorded, context = _record(source, dataset, output, force, setup)
     report = strategy_eval.build_report(loaded, recorded, content, context)
     steps.validate_report(report, "strategies")
-    warning = strategy_eval.reranker_warning(report["reranker"])
-    if warning:
-        log.warning(warning)
-        print(f"WARNING: {warning}")
+    warning = _warn_if_reranker_idle(report["reranker"])
     title = strategy_eval.report_title(report)
     written = steps.write_report(path, report, force,
                                  strategies_html(report, title=title, warning=warning))
@@ -131,20 +149,12 @@ def tune_retrieval(source: str, dataset: str, output: str, force: bool = False,
     guards = Safeguards(metric=metric, holdout=holdout, min_class_cases=min_class_cases,
                         class_margin=class_margin, noise_margin=noise_margin)
     grid_name, candidates = load_grid(grid)
-    path = steps.check_output(output, force)
-    loaded = steps.load_dataset(dataset, source)
-    steps.validate_dataset(loaded.data)
-    content = steps.prepare_search(setup)
-    recorded = steps.record_rankings(loaded.data, content)
-    context = steps.measure_context(loaded, content)
+    path, loaded, content, recorded, context = _record(source, dataset, output, force, setup)
     report = tune_report.build_report(loaded, recorded, grid_name=grid_name, grid=candidates,
                                       committed=PROFILE, guards=guards,
                                       driver=content.driver, context=context)
     steps.validate_report(report, "tuning")
-    warning = strategy_eval.reranker_warning(report["reranked"]["reranker"])
-    if warning:
-        log.warning(warning)
-        print(f"WARNING: {warning}")
+    warning = _warn_if_reranker_idle(report["reranked"]["reranker"])
     title = tune_report.report_title(report)
     written = steps.write_report(path, report, force,
                                  tuning_html(report, title=title, warning=warning))

@@ -5,7 +5,6 @@ is already a measured outcome."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
 from prefect import task
@@ -13,19 +12,17 @@ from prefect.cache_policies import NO_CACHE
 
 from ragplate.catalog.datasets import ApplicationContentDataset
 from ragplate.infra.runtime import Runtime
-from ragplate.tasks import content_eval, content_expectations, expectations, reports, strategy_eval
+from ragplate.tasks import content_eval, content_expectations, expectations, strategy_eval
 from ragplate.tasks.datasets import LoadedDataset, read_dataset
+
+# The report I/O tasks are the documentation evaluation's, re-exported for the flows.
+from ragplate.tasks.evaluation_wrappers import check_output as check_output
+from ragplate.tasks.evaluation_wrappers import write_report as write_report
 from ragplate.tasks.scoring import CaseOutcome
 from ragplate.tasks.search_strategy import Mode
 
 Setup = Literal["live", "deterministic"]
 SETUPS: tuple[Setup, ...] = ("live", "deterministic")
-
-
-@task(name="check-report-output", cache_policy=NO_CACHE)
-def check_output(output: str, force: bool) -> Path:
-    """Refuse an existing report (without ``force``) or an unwritable directory."""
-    return reports.check_output(output, force=force)
 
 
 @task(name="load-dataset", cache_policy=NO_CACHE)
@@ -86,8 +83,3 @@ def validate_report(report: dict[str, Any], kind: str) -> expectations.Validatio
              "tuning": content_expectations.validate_tuning_report}[kind]
     return check(report)
 
-
-@task(name="write-report", cache_policy=NO_CACHE)
-def write_report(output: Path, report: dict[str, Any], force: bool, html: str) -> Path:
-    """The JSON report (atomic) and its HTML page beside it."""
-    return reports.write_report(output, report, force=force, html=html)
