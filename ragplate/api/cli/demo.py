@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragplate.api.cli.output import console, print_json
+from ragplate.api.cli.output import console, print_json, progress_bar
 
 app = typer.Typer(help="Demo data for application search.", no_args_is_help=True)
 
@@ -43,8 +42,7 @@ def seed(
     engine = runtime.engine
     deleted = reset_demo(engine) if reset else 0
     profiles = embedding_profiles_for_writes(engine)
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), console=console, disable=json_output)
+    bar = progress_bar(json_output)
     with bar:
         task = bar.add_task("cms.contents", total=records)
         summary = seed_demo(

@@ -8,17 +8,9 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
-from ragplate.api.cli.output import console, print_json
+from ragplate.api.cli.output import console, flow_progress, print_json
 from ragplate.catalog.documents import AccessContext
 
 
@@ -60,19 +52,8 @@ def index_docs(
     runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
     with prefect_api(runtime.settings):
         from ragplate.flows.index_docs import index_rag_docs
-        from ragplate.tasks import progress
 
-        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TimeElapsedColumn(), console=console, disable=json_output,
-                       transient=False)
-        tasks: dict[str, TaskID] = {}
-
-        def on_progress(label: str, done: int, total: int) -> None:
-            if label not in tasks:
-                tasks[label] = bar.add_task(label, total=total)
-            bar.update(tasks[label], completed=done, total=total)
-
-        with bar, progress.listening(on_progress):
+        with flow_progress(json_output):
             rows = index_rag_docs(profile=profile.value,
                                   path=str(path) if path is not None else None,
                                   prefix=prefix, full=full)

@@ -7,16 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
-from ragplate.api.cli.output import console, print_json
+from ragplate.api.cli.output import console, flow_progress, print_json
 from ragplate.catalog.switch import Action, SwitchRefusedError
 
 if TYPE_CHECKING:
@@ -99,18 +91,8 @@ def switch_command(
     action = _check(runtime, profile, resume, abandon, yes, force_activate, json_output)
     with prefect_api(runtime.settings):
         from ragplate.flows.embeddings_switch import embeddings_switch
-        from ragplate.tasks import progress
 
-        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TimeElapsedColumn(), console=console, disable=json_output)
-        tasks: dict[str, TaskID] = {}
-
-        def on_progress(label: str, done: int, total: int) -> None:
-            if label not in tasks:
-                tasks[label] = bar.add_task(label, total=total)
-            bar.update(tasks[label], completed=done, total=total)
-
-        with bar, progress.listening(on_progress):
+        with flow_progress(json_output):
             summary = embeddings_switch(action=action, profile=profile,
                                         force_activate=force_activate)
     if json_output:
