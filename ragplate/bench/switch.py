@@ -7,19 +7,18 @@ It runs in a scratch RAGPLATE_HOME with its own PostgreSQL and Prefect server.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from ragplate.bench.scratch import scratch_home, write_figures
 
 console = Console()
 
@@ -118,21 +117,14 @@ def _killed_and_resumed(runtime: Any, target: str, phase: str, point: int) -> di
 
 def run(*, records: int, output: Path, source: str, target: str) -> dict[str, Any]:
     """Run the benchmark and write the figures to ``output``."""
-    from ragplate.catalog.settings import get_settings
     from ragplate.flows.embeddings_switch import embeddings_switch
-    from ragplate.infra import postgres, prefect_server, settings_store
-    from ragplate.infra.database import dispose_all
+    from ragplate.infra import prefect_server, settings_store
     from ragplate.infra.runtime import Runtime
     from ragplate.tasks.demo import demo_paragraphs, demo_records
     from ragplate.tasks.switch.indexes import entity_chunks, rag_chunks
     from ragplate.tasks.switch.state import read_state
 
-    scratch = Path(tempfile.mkdtemp(prefix="ragplate-bench-switch-"))
-    saved = {k: os.environ.get(k) for k in ("RAGPLATE_HOME", "PREFECT_API_URL")}
-    os.environ["RAGPLATE_HOME"] = str(scratch / "home")
-    get_settings.cache_clear()
-    settings = get_settings()
-    try:
+    with scratch_home("ragplate-bench-switch-") as (_, settings):
         runtime = Runtime(settings)
         with runtime.engine.begin() as conn:
             settings_store.set_active_profile(conn, source)
@@ -166,19 +158,7 @@ def run(*, records: int, output: Path, source: str, target: str) -> dict[str, An
             "switch_to_raw_ratio": round(wall / raw, 3), "ratio_goal": 1.2,
             "rework_after_kill": rework, "rework_goal_chunks": 1,
         }
-    finally:
-        dispose_all()
-        prefect_server.stop(settings)
-        postgres.stop(settings.home)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        get_settings.cache_clear()
-        shutil.rmtree(scratch, ignore_errors=True)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(figures, indent=2) + "\n")
+    write_figures(output, figures)
     _print(figures)
     return figures
 

@@ -1,0 +1,52 @@
+"""The scratch installation a benchmark runs in, and where its figures go."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ragplate.catalog.settings import Settings
+
+#: Variables a benchmark points at its scratch services; restored afterwards.
+_ENVIRONMENT = ("RAGPLATE_HOME", "PREFECT_API_URL")
+
+
+@contextmanager
+def scratch_home(prefix: str) -> Iterator[tuple[Path, Settings]]:
+    """A temporary directory whose ``home`` is ``RAGPLATE_HOME`` for the block, with the
+    settings read from it. Afterwards the services started there are stopped, the
+    environment is restored and the directory is removed, whatever happened."""
+    from ragplate.catalog.settings import get_settings
+    from ragplate.infra import postgres, prefect_server
+    from ragplate.infra.database import dispose_all
+
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    saved = {key: os.environ.get(key) for key in _ENVIRONMENT}
+    os.environ["RAGPLATE_HOME"] = str(scratch / "home")
+    get_settings.cache_clear()
+    settings = get_settings()
+    try:
+        yield scratch, settings
+    finally:
+        dispose_all()
+        prefect_server.stop(settings)
+        postgres.stop(settings.home)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        get_settings.cache_clear()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def write_figures(output: Path, figures: dict[str, Any]) -> None:
+    """The figures as indented JSON at ``output`` (its directory created)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(figures, indent=2) + "\n")
