@@ -30,13 +30,7 @@ RECORDS = 45
 @pytest.fixture(scope="module")
 def env(prefect_api_url: str, ragplate_home: Path) -> Iterator[Settings]:
     patch = pytest.MonkeyPatch()
-    with sw.private_database(ragplate_home, patch, RAGPLATE_RAG_CHUNK_SIZE="4",
-                             RAGPLATE_INDEX_CHUNK_SIZE="10",
-                             RAGPLATE_SWITCH_GATE_MARGIN="1") as settings:
-        runtime = Runtime(settings)
-        sw.set_serving(runtime.engine, sw.H64)
-        sw.load_records(runtime.engine, sw.short_records(RECORDS), sw.profile(sw.H64))
-        sw.index_docs(runtime, sw.profile(sw.H64))
+    with sw.hashing_installation(ragplate_home, patch, RECORDS) as settings:
         yield settings
 
 

@@ -178,6 +178,21 @@ def private_database(home: Path, monkeypatch: pytest.MonkeyPatch,
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@contextmanager
+def hashing_installation(home: Path, monkeypatch: pytest.MonkeyPatch,
+                         records: int) -> Iterator[Settings]:
+    """The fast switch tests' database: small chunk sizes, ``records`` short records and
+    ``docs/`` indexed, served by the 64-dimension hashing profile."""
+    with private_database(home, monkeypatch, RAGPLATE_RAG_CHUNK_SIZE="4",
+                          RAGPLATE_INDEX_CHUNK_SIZE="10",
+                          RAGPLATE_SWITCH_GATE_MARGIN="1") as settings:
+        runtime = Runtime(settings)
+        set_serving(runtime.engine, H64)
+        load_records(runtime.engine, short_records(records), profile(H64))
+        index_docs(runtime, profile(H64))
+        yield settings
+
+
 def ragplate(*args: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess[str]:
     """``python -m ragplate ARGS`` with this process's environment plus ``env``."""
     environ = {**os.environ, **env}
