@@ -10,6 +10,7 @@ import pytest
 
 from ragplate.bench.scratch import scratch_home, write_figures
 from ragplate.catalog.settings import get_settings
+from ragplate.infra import database
 
 
 def test_the_scratch_home_is_used_then_removed_and_the_environment_restored(
@@ -17,6 +18,9 @@ def test_the_scratch_home_is_used_then_removed_and_the_environment_restored(
 ) -> None:
     monkeypatch.setenv("RAGPLATE_HOME", "/somewhere/else")
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    # The session's engines stay: record the call instead of disposing them.
+    disposed: list[bool] = []
+    monkeypatch.setattr(database, "dispose_all", lambda: disposed.append(True))
 
     with (pytest.raises(RuntimeError, match="inside"),
           scratch_home("ragplate-test-") as (scratch, settings)):
@@ -26,6 +30,7 @@ def test_the_scratch_home_is_used_then_removed_and_the_environment_restored(
         raise RuntimeError("inside")
 
     assert not scratch.exists()
+    assert disposed == [True]
     assert os.environ["RAGPLATE_HOME"] == "/somewhere/else"
     assert "PREFECT_API_URL" not in os.environ
     assert get_settings().home == Path("/somewhere/else")
