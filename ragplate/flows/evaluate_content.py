@@ -61,7 +61,7 @@ def _record(source: str, dataset: str, output: str, force: bool, setup: steps.Se
     validate the dataset, then record every case's rankings once."""
     path = steps.check_output(output, force)
     loaded = steps.load_dataset(dataset, source)
-    steps.validate_dataset(loaded.data)
+    steps.validate_dataset(loaded)
     content = steps.prepare_search(setup)
     recorded = steps.record_rankings(loaded.data, content)
     return path, loaded, content, recorded, steps.measure_context(loaded, content)
@@ -91,11 +91,11 @@ def evaluate_application_content(source: str, dataset: str, output: str, force: 
         raise InvalidInputError(f"--mode {mode!r}: expected fast, balanced or deep")
     path = steps.check_output(output, force)
     loaded = steps.load_dataset(dataset, source)
-    steps.validate_dataset(loaded.data)
+    steps.validate_dataset(loaded)
     content = steps.prepare_search(setup)
     outcomes, served = steps.run_cases(loaded.data, content, mode)
     report = content_eval.build_report(loaded, outcomes, served, content, mode)
-    steps.validate_report(report, "application_content")
+    steps.validate_report(report, "application_content", path)
     title = content_eval.report_title(report)
     written = steps.write_report(path, report, force, render_html(report, title=title))
     page = html_path(written)
@@ -114,7 +114,7 @@ def evaluate_retrieval_strategies(source: str, dataset: str, output: str, force:
     _check_setup(setup)
     path, loaded, content, recorded, context = _record(source, dataset, output, force, setup)
     report = strategy_eval.build_report(loaded, recorded, content, context)
-    steps.validate_report(report, "strategies")
+    steps.validate_report(report, "strategies", path)
     warning = _warn_if_reranker_idle(report["reranker"])
     title = strategy_eval.report_title(report)
     written = steps.write_report(path, report, force,
@@ -153,7 +153,7 @@ def tune_retrieval(source: str, dataset: str, output: str, force: bool = False,
     report = tune_report.build_report(loaded, recorded, grid_name=grid_name, grid=candidates,
                                       committed=PROFILE, guards=guards,
                                       driver=content.driver, context=context)
-    steps.validate_report(report, "tuning")
+    steps.validate_report(report, "tuning", path)
     warning = _warn_if_reranker_idle(report["reranked"]["reranker"])
     title = tune_report.report_title(report)
     written = steps.write_report(path, report, force,

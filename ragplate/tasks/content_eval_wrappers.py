@@ -5,6 +5,7 @@ is already a measured outcome."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from prefect import task
@@ -35,9 +36,12 @@ def load_dataset(path: str, source: str) -> LoadedDataset[ApplicationContentData
 
 
 @task(name="validate-dataset", cache_policy=NO_CACHE)
-def validate_dataset(dataset: ApplicationContentDataset) -> expectations.Validation:
-    """Part A's application-content-dataset suite over the cases."""
-    return expectations.validate_application_content_dataset(dataset)
+def validate_dataset(loaded: LoadedDataset[ApplicationContentDataset],
+                     ) -> expectations.Validation:
+    """Part A's application-content-dataset suite over the cases; a failure names the
+    dataset file."""
+    with expectations.naming(loaded.path):
+        return expectations.validate_application_content_dataset(loaded.data)
 
 
 @task(name="prepare-search", cache_policy=NO_CACHE)
@@ -75,11 +79,13 @@ def measure_context(loaded: LoadedDataset[ApplicationContentDataset],
 
 
 @task(name="validate-report", cache_policy=NO_CACHE)
-def validate_report(report: dict[str, Any], kind: str) -> expectations.Validation:
+def validate_report(report: dict[str, Any], kind: str, output: Path,
+                    ) -> expectations.Validation:
     """The committed suite of ``kind`` (``application_content``, ``strategies`` or
-    ``tuning``) over the report."""
+    ``tuning``) over the report (before it is written); a failure names ``--output``."""
     check = {"application_content": content_expectations.validate_application_content_report,
              "strategies": content_expectations.validate_strategies_report,
              "tuning": content_expectations.validate_tuning_report}[kind]
-    return check(report)
+    with expectations.naming(f"report {output}"):
+        return check(report)
 

@@ -33,9 +33,11 @@ def load_documentation_dataset(path: str, index: str) -> LoadedDataset[Documenta
 
 
 @task(name="validate-dataset", cache_policy=NO_CACHE)
-def validate_dataset(dataset: DocumentationDataset) -> expectations.Validation:
-    """The committed Great Expectations suite over the dataset's cases."""
-    return expectations.validate_documentation_dataset(dataset)
+def validate_dataset(loaded: LoadedDataset[DocumentationDataset]) -> expectations.Validation:
+    """The committed Great Expectations suite over the dataset's cases; a failure names
+    the dataset file."""
+    with expectations.naming(loaded.path):
+        return expectations.validate_documentation_dataset(loaded.data)
 
 
 @task(name="prepare-retrieval", cache_policy=NO_CACHE)
@@ -58,9 +60,11 @@ def run_cases(dataset: DocumentationDataset,
 
 
 @task(name="validate-report", cache_policy=NO_CACHE)
-def validate_report(report: dict[str, Any]) -> expectations.Validation:
-    """The committed Great Expectations suite over the report's figures."""
-    return expectations.validate_documentation_report(report)
+def validate_report(report: dict[str, Any], output: Path) -> expectations.Validation:
+    """The committed Great Expectations suite over the report's figures (before it is
+    written); a failure names the report's ``--output``."""
+    with expectations.naming(f"report {output}"):
+        return expectations.validate_documentation_report(report)
 
 
 @task(name="write-report", cache_policy=NO_CACHE)

@@ -17,7 +17,8 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -36,15 +37,32 @@ _names = itertools.count(1)
 
 
 class ExpectationsFailed(InvalidInputError):
-    """A dataset or report failed its expectation suite; ``failures`` say which."""
+    """A dataset or report failed its expectation suite; ``failures`` say which and
+    ``where`` (when known) names the file or report."""
 
-    def __init__(self, suite: str, failures: list[str]) -> None:
-        super().__init__(f"expectation suite '{suite}' failed: " + "; ".join(failures))
+    def __init__(self, suite: str, failures: list[str], where: str | None = None) -> None:
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}expectation suite '{suite}' failed: " + "; ".join(failures))
         self.suite = suite
         self.failures = failures
+        self.where = where
+
+    def at(self, where: str | Path) -> ExpectationsFailed:
+        """The same failure, naming ``where``."""
+        return ExpectationsFailed(self.suite, self.failures, str(where))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (self.__class__, (self.suite, self.failures))
+        return (self.__class__, (self.suite, self.failures, self.where))
+
+
+@contextmanager
+def naming(where: str | Path) -> Iterator[None]:
+    """Expectation failures raised inside the block name ``where``: the suite alone does
+    not tell an operator which of several files failed."""
+    try:
+        yield
+    except ExpectationsFailed as exc:
+        raise exc.at(where) from None
 
 
 @dataclass(frozen=True)

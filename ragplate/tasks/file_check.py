@@ -21,8 +21,9 @@ suite; a report is checked against the suite of its kind.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ragplate.catalog.datasets import (
     ApplicationContentDataset,
@@ -30,7 +31,7 @@ from ragplate.catalog.datasets import (
     DocumentationDataset,
 )
 from ragplate.catalog.errors import InvalidInputError
-from ragplate.tasks.expectations import Validation
+from ragplate.tasks.expectations import Validation, naming
 
 #: What shows a dataset's kind: keys at the top level, keys inside the cases.
 DATASET_MARKS: dict[DatasetKind, tuple[frozenset[str], frozenset[str]]] = {
@@ -86,14 +87,27 @@ def file_kind(path: Path, data: dict[str, Any]) -> DatasetKind:
                             "pass --kind documentation or --kind application-content")
 
 
-def check_file(path: Path, kind: DatasetKind | None = None) -> Validation:
+@dataclass(frozen=True)
+class FileCheck:
+    """A passed check: the file, what it is, its kind and the suite that passed."""
+
+    path: Path
+    what: Literal["dataset", "report"]
+    kind: DatasetKind
+    validation: Validation
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``--json`` shape."""
+        return {"file": str(self.path), "what": self.what, "kind": _SPOKEN[self.kind],
+                "passed": True, "suite": self.validation.suite,
+                "expectations": self.validation.expectations, "rows": self.validation.rows}
+
+
+def check_file(path: Path, kind: DatasetKind | None = None) -> FileCheck:
     """Validate the dataset or report at ``path`` as ``kind`` (``None``: from its shape);
-    returns the passed :class:`Validation`, raises :class:`InvalidInputError` (a
+    returns the passed check, raises :class:`InvalidInputError` naming the file (a
     :class:`~ragplate.catalog.datasets.DatasetError` or an
     :class:`~ragplate.tasks.expectations.ExpectationsFailed`) otherwise."""
-    from ragplate.tasks import content_expectations, expectations
-    from ragplate.tasks.datasets import read_dataset
-
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -104,12 +118,25 @@ def check_file(path: Path, kind: DatasetKind | None = None) -> Validation:
         raise InvalidInputError(f"{path}: neither a dataset (cases) nor a report (metrics or "
                                 "candidates)")
     kind = kind or file_kind(path, data)
-    if is_dataset:
-        if kind == "documentation":
-            return expectations.validate_documentation_dataset(
-                read_dataset(path, DocumentationDataset).data)
-        return expectations.validate_application_content_dataset(
-            read_dataset(path, ApplicationContentDataset).data)
+    with naming(path):
+        validation = (_check_dataset(path, kind) if is_dataset else _check_report(data, kind))
+    return FileCheck(path, "dataset" if is_dataset else "report", kind, validation)
+
+
+def _check_dataset(path: Path, kind: DatasetKind) -> Validation:
+    from ragplate.tasks import expectations
+    from ragplate.tasks.datasets import read_dataset
+
+    if kind == "documentation":
+        return expectations.validate_documentation_dataset(
+            read_dataset(path, DocumentationDataset).data)
+    return expectations.validate_application_content_dataset(
+        read_dataset(path, ApplicationContentDataset).data)
+
+
+def _check_report(data: dict[str, Any], kind: DatasetKind) -> Validation:
+    from ragplate.tasks import content_expectations, expectations
+
     if kind == "documentation":
         return expectations.validate_documentation_report(data)
     # The three application-content reports share ``source``; their own keys tell them apart.

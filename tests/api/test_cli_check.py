@@ -156,13 +156,59 @@ def test_reports_are_checked_with_the_suite_of_their_kind(runner: CliRunner, nam
     assert f"suite {suite} passed" in result.output
 
 
-def test_a_bad_application_content_report_names_the_expectation(runner: CliRunner,
-                                                                tmp_path: Path) -> None:
+def bad_content_report(tmp_path: Path) -> Path:
+    """The committed application-content baseline with a hit@5 out of range."""
     report = json.loads((DATASETS / "baselines" / "application-content-fixture.json")
                         .read_text(encoding="utf-8"))
     report["metrics"]["hit_at_5"] = 1.5
-    bad = write(tmp_path / "report.json", report)
+    return write(tmp_path / "report.json", report)
+
+
+def test_a_bad_application_content_report_names_the_expectation(runner: CliRunner,
+                                                                tmp_path: Path) -> None:
+    bad = bad_content_report(tmp_path)
     result = runner.invoke(app, ["evaluate", "check", str(bad)])
     assert isinstance(result.exception, ExpectationsFailed)
     assert result.exception.suite == "application_content_report"
+    assert result.exception.where == str(bad)
+    assert str(result.exception).startswith(
+        f"{bad}: expectation suite 'application_content_report' failed")
     assert "expect_column_values_to_be_between" in str(result.exception)
+
+
+def test_json_output_of_a_passed_check(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["evaluate", "check", str(CONTENT), "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out.pop("expectations") > 0
+    assert out == {"file": str(CONTENT), "what": "dataset", "kind": "application-content",
+                   "passed": True, "suite": "application_content_dataset",
+                   "rows": len(content_data()["cases"])}
+
+    report = DATASETS / "baselines" / "documentation-user-fixture-vector.json"
+    checked = json.loads(runner.invoke(app, ["evaluate", "check", str(report),
+                                             "--json"]).stdout)
+    assert (checked["what"], checked["kind"], checked["suite"]) == (
+        "report", "documentation", "documentation_report")
+
+
+def test_json_output_of_a_failed_check_keeps_the_exit_code(runner: CliRunner,
+                                                           tmp_path: Path) -> None:
+    bad = bad_content_report(tmp_path)
+    result = runner.invoke(app, ["evaluate", "check", str(bad), "--json"])
+    assert result.exit_code == 2
+    out = json.loads(result.stdout)
+    assert out["passed"] is False and out["file"] == str(bad)
+    assert out["suite"] == "application_content_report"
+    assert any("expect_column_values_to_be_between" in f and "[1.5]" in f
+               for f in out["failures"])
+    assert out["error"].startswith(f"{bad}: expectation suite")
+
+    data = content_data()
+    del data["cases"][0]["query"]
+    malformed = write(tmp_path / "dataset.json", data)
+    refused = runner.invoke(app, ["evaluate", "check", str(malformed), "--json"])
+    assert refused.exit_code == 2
+    out = json.loads(refused.stdout)
+    assert out["passed"] is False and out["suite"] is None and out["failures"] == []
+    assert "field 'query'" in out["error"] and str(malformed) in out["error"]

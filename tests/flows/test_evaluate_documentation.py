@@ -61,6 +61,28 @@ def test_flow_reproduces_the_baseline_and_publishes_artifacts(
         refused.result(raise_on_failure=False))
 
 
+@pytest.mark.integration
+def test_a_dataset_failing_its_suite_is_named_and_nothing_is_written(
+    prefect_api_url: str, tmp_path: Path
+) -> None:
+    from ragplate.flows.evaluate_documentation import evaluate_documentation
+
+    data = json.loads((DATASETS / "documentation-user-fixture.json").read_text())
+    # Refusal cases only: valid case by case, but no case has ground truth to score.
+    data["cases"] = [case for case in data["cases"] if not case["expected_source_labels"]]
+    assert data["cases"]
+    dataset = tmp_path / "refusals-only.json"
+    dataset.write_text(json.dumps(data), encoding="utf-8")
+    output = tmp_path / "r.json"
+    state = evaluate_documentation(index="user", dataset=str(dataset), output=str(output),
+                                   mode="deterministic", return_state=True)
+    assert state.is_failed()
+    message = str(state.result(raise_on_failure=False))
+    assert message.startswith(f"{dataset}: expectation suite 'documentation_dataset' failed")
+    assert "column='expected_labels'" in message
+    assert not output.exists() and not output.with_suffix(".html").exists()
+
+
 def test_cli_refuses_before_starting_anything(tmp_path: Path) -> None:
     existing = tmp_path / "r.json"
     existing.write_text("{}", encoding="utf-8")
@@ -91,4 +113,6 @@ def test_cli_check_validates_datasets_and_reports(tmp_path: Path) -> None:
     bad.write_text(json.dumps(report), encoding="utf-8")
     failed = runner.invoke(app, ["evaluate", "check", str(bad)])
     assert failed.exit_code != 0
+    assert str(failed.exception).startswith(
+        f"{bad}: expectation suite 'documentation_report' failed")
     assert "expect_column_values_to_be_between" in str(failed.exception)

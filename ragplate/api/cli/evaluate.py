@@ -91,19 +91,40 @@ def check(
         help="The file's kind (default: read from its shape: index_profile and cases with "
              "expected_source_labels for documentation, source and cases with "
              "expected_hit_ids for application content).")] = None,
+    json_output: Annotated[bool, typer.Option(
+        "--json", help="Print the outcome as JSON on stdout, failed or not (the exit code "
+                       "is the same).")] = False,
 ) -> None:
     """Validate a dataset (caps, schema, expectation suite) or a report (expectation
     suite), documentation or application content; print which expectation failed.
 
-    Example: ragplate evaluate check datasets/application-content-fixture.json
+    Examples:
+
+        ragplate evaluate check datasets/application-content-fixture.json
+
+        ragplate evaluate check reports/evaluations/weekly.json --json
     """
+    from ragplate.tasks.expectations import ExpectationsFailed
     from ragplate.tasks.file_check import check_file
 
-    result = check_file(file, None if kind is None else
-                        "documentation" if kind is CheckKind.documentation
-                        else "application_content")
-    console.print(f"{file}: suite {result.suite} passed ({result.expectations} expectations, "
-                  f"{result.rows} rows)", highlight=False, soft_wrap=True)
+    try:
+        result = check_file(file, None if kind is None else
+                            "documentation" if kind is CheckKind.documentation
+                            else "application_content")
+    except InvalidInputError as exc:
+        if not json_output:
+            raise
+        failed = exc if isinstance(exc, ExpectationsFailed) else None
+        print_json({"file": str(file), "passed": False, "error": str(exc),
+                    "suite": failed.suite if failed else None,
+                    "failures": failed.failures if failed else []})
+        raise typer.Exit(exc.exit_code) from None
+    if json_output:
+        print_json(result.as_dict())
+        return
+    validation = result.validation
+    console.print(f"{file}: suite {validation.suite} passed ({validation.expectations} "
+                  f"expectations, {validation.rows} rows)", highlight=False, soft_wrap=True)
 
 
 def _print(report: dict[str, Any], output: Path) -> None:
