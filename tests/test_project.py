@@ -68,6 +68,7 @@ def fire_times(schedule: dict[str, Any], count: int = 60) -> list[datetime]:
 DATASET_KINDS: dict[str, DatasetKind] = {
     "evaluate-documentation": "documentation",
     "evaluate-application-content": "application_content",
+    "evaluate-retrieval-strategies": "application_content",
     "tune-retrieval": "application_content",
 }
 
@@ -88,9 +89,10 @@ def test_prefect_deployments_point_at_flows_with_valid_parameters() -> None:
 
 def test_application_content_evaluation_and_tuning_are_deployed() -> None:
     flows = {flow_of(d).name: d for d in deployments()}
-    assert {"evaluate-documentation", "evaluate-application-content",
-            "tune-retrieval"} <= set(flows)
-    for name in ("evaluate-application-content", "tune-retrieval"):
+    content = ("evaluate-application-content", "evaluate-retrieval-strategies",
+               "tune-retrieval")
+    assert {"evaluate-documentation", *content} <= set(flows)
+    for name in content:
         assert flows[name].get("schedules"), f"{flows[name]['name']}: not scheduled"
 
 
