@@ -181,6 +181,14 @@ class Settings(BaseSettings):
         default=None,
         description="Similarity floor for retrieval hits (off by default).",
     )
+    docs_context_weight: float = Field(
+        default=1.0, ge=0.0, le=4.0,
+        description="How much of its document a documentation chunk's stored vector carries: "
+        "the chunk's own direction plus this weight times the mean direction of its "
+        "document's chunks. 1.0 (default) favours questions about what a document covers; 0 "
+        "stores each chunk's own vector, sharper for finding one section by its own words. A "
+        "change re-embeds every source on the next index run.",
+    )
     docs_retrieval: DocsRetrieval = Field(
         default="vector",
         description="Documentation retrieval strategy (developer and user indexes): vector "

@@ -67,8 +67,9 @@ def index_rag_docs(
     model = runtime.active_profile()
     embedder = runtime.embedder(model)
     splitter = make_splitter(runtime.settings)
+    weight = runtime.settings.docs_context_weight
     # The splitter's configuration and the vector recipe: a change re-embeds every source.
-    salt = index.index_salt(splitter)
+    salt = index.index_salt(splitter, weight)
     # Called from a sync flow, Prefect's async_dispatch returns the UUID, not a coroutine.
     progress_id = cast(UUID, create_progress_artifact(0.0, key="index-rag-docs-progress",
                                                       description="chunks embedded and written"))
@@ -88,7 +89,7 @@ def index_rag_docs(
                                      reembedded=len(plan.changed))
         total = len(chunks)
         for batch in batches:
-            embedded = wrappers.embed_batch(embedder, batch)
+            embedded = wrappers.embed_batch(embedder, batch, weight)
             summary.chunks_written += wrappers.write_batch(store, batch, embedded)
             progress.report(f"{index_name} index", summary.chunks_written, total)
             if progress_id is not None:

@@ -59,21 +59,29 @@ class IndexSummary:
         }
 
 
-#: How much of its document a chunk's stored vector carries: the vector is the chunk's own
-#: direction plus this weight times the mean direction of its document's chunks (then put
-#: back at the chunk's length). A passage of a long guide is then found as part of that
-#: guide, not only by its own words: a chunk's text alone often omits what its document is
-#: about. 1.0 is the plain average of the two; 0 would store the chunk's own vector.
+#: How much of its document a chunk's stored vector carries by default
+#: (``RAGPLATE_DOCS_CONTEXT_WEIGHT``): the vector is the chunk's own direction plus this
+#: weight times the mean direction of its document's chunks (then put back at the chunk's
+#: length). A passage of a long guide is then found as part of that guide, not only by its
+#: own words: a chunk's text alone often omits what its document is about. 1.0 is the plain
+#: average of the two; 0 stores the chunk's own vector.
 DOCUMENT_CONTEXT_WEIGHT = 1.0
-#: Names how stored vectors are made; part of every source's fingerprint, so a change
-#: re-embeds every source instead of mixing vectors of two recipes in one index.
-VECTOR_RECIPE = f"document-context={DOCUMENT_CONTEXT_WEIGHT}"
 
 
-def index_salt(splitter: object) -> str:
+def vector_recipe(weight: float = DOCUMENT_CONTEXT_WEIGHT) -> str:
+    """Names how stored vectors are made; part of every source's fingerprint, so a change
+    re-embeds every source instead of mixing vectors of two recipes in one index."""
+    return f"document-context={float(weight)}"
+
+
+#: The default recipe's name.
+VECTOR_RECIPE = vector_recipe()
+
+
+def index_salt(splitter: object, context_weight: float = DOCUMENT_CONTEXT_WEIGHT) -> str:
     """The fingerprint salt of an index run: the splitter's configuration and the vector
     recipe, so that changing either re-embeds every source."""
-    return f"{splitter!r}|{VECTOR_RECIPE}"
+    return f"{splitter!r}|{vector_recipe(context_weight)}"
 
 
 def fingerprint(content_hash: str, salt: str = "") -> str:
@@ -193,13 +201,14 @@ def with_document_context(
     return (mixed * scale).astype(np.float32)
 
 
-def embed_batch(embedder: Embedder, batch: Batch) -> list[EmbeddedChunk]:
-    """Stored vectors for every chunk of the batch: passage embeddings carrying their
-    document's context (:func:`with_document_context`)."""
+def embed_batch(embedder: Embedder, batch: Batch,
+                context_weight: float = DOCUMENT_CONTEXT_WEIGHT) -> list[EmbeddedChunk]:
+    """Stored vectors for every chunk of the batch: passage embeddings carrying
+    ``context_weight`` of their document's context (:func:`with_document_context`)."""
     if not batch.chunks:
         return []
     matrix = embedder.embed_passages([c.text_for_embedding for c in batch.chunks])
-    matrix = with_document_context(matrix, [c.source for c in batch.chunks])
+    matrix = with_document_context(matrix, [c.source for c in batch.chunks], context_weight)
     return [EmbeddedChunk(chunk, matrix[i]) for i, chunk in enumerate(batch.chunks)]
 
 

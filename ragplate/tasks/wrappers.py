@@ -79,9 +79,10 @@ def split(documents: Sequence[Document], splitter: Splitter) -> list[Chunk]:
 
 
 @_io_task("embed-batch")
-def embed_batch(embedder: Embedder, batch: index.Batch) -> list[EmbeddedChunk]:
+def embed_batch(embedder: Embedder, batch: index.Batch,
+                context_weight: float) -> list[EmbeddedChunk]:
     """Passage vectors for one batch."""
-    return index.embed_batch(embedder, batch)
+    return index.embed_batch(embedder, batch, context_weight)
 
 
 @_io_task("write-batch")

@@ -11,13 +11,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import sqlalchemy as sa
 
 from ragplate.catalog.errors import UnknownAudienceError
 from ragplate.catalog.settings import Settings
+from ragplate.infra.embedders.base import Embedder
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.stores.base import DocumentStore
+from ragplate.tasks.read import read_sources
+from ragplate.tasks.split import make_splitter, split_documents
 from tests.testing.corpus import write_corpus
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -220,6 +224,44 @@ def test_edited_file_alone_is_re_embedded_and_deleted_file_is_removed(
     assert "t/faq.md" not in store.sources()
     assert {r.source for r in rows} == {"t/guide/setup.md", "t/guide/usage.md",
                                         "t/notes/plain.md"}
+
+
+def test_changing_the_context_weight_re_embeds_every_source_once(
+    first_run: dict[str, Any], corpus: Path, store: DocumentStore, engine: sa.Engine,
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ragplate.catalog.settings import get_settings
+
+    run(corpus)  # whatever earlier tests left, the index is now current
+    try:
+        monkeypatch.setenv("RAGPLATE_DOCS_CONTEXT_WEIGHT", "0")
+        get_settings.cache_clear()
+        changed = run(corpus)
+        assert changed["re-embedded"] == changed["sources read"] > 0
+        assert changed["unchanged"] == 0
+        # Weight 0 stores each chunk's own passage vector.
+        setup = next(r for r in snapshot_vectors(engine, store) if r[0] == "t/guide/setup.md")
+        texts = [c.text_for_embedding for c in split_documents(
+            [d for d in read_sources({PREFIX: corpus}) if d.source == setup[0]],
+            make_splitter(get_settings()))]
+        np.testing.assert_allclose(setup[1], embedder.embed_passages(texts), atol=1e-5)
+        assert run(corpus)["re-embedded"] == 0
+    finally:
+        monkeypatch.delenv("RAGPLATE_DOCS_CONTEXT_WEIGHT")
+        get_settings.cache_clear()
+    restored = run(corpus)
+    assert restored["re-embedded"] == restored["sources read"]
+
+
+def snapshot_vectors(engine: sa.Engine, store: DocumentStore) -> list[tuple[str, np.ndarray]]:
+    """Each source's stored vectors, in chunk order."""
+    sql = sa.text("SELECT source, embedding::text AS e FROM rag_chunks WHERE index_name = "
+                  "'developer' AND model_key = :k ORDER BY source, ordinal")
+    by_source: dict[str, list[list[float]]] = {}
+    with engine.connect() as conn:
+        for row in conn.execute(sql, {"k": store.profile.key}):
+            by_source.setdefault(row.source, []).append(json.loads(row.e))
+    return [(source, np.array(rows, dtype=np.float32)) for source, rows in by_source.items()]
 
 
 @pytest.mark.parametrize("full", [False, True], ids=["incremental", "full"])

@@ -1,4 +1,4 @@
-"""Indexing plans and batches (pure functions, no store)."""
+"""Indexing plans and batches (pure functions, no store), and the stored vectors' recipe."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 
 from ragplate.catalog.documents import Chunk, Document
+from ragplate.infra.embedders.base import Embedder
 from ragplate.infra.stores.base import SourceRecord
 from ragplate.tasks.index import (
     VECTOR_RECIPE,
     IndexSummary,
+    embed_batch,
     fingerprint,
     in_scope,
     index_salt,
@@ -255,3 +257,29 @@ def test_the_vector_recipe_is_part_of_the_fingerprint() -> None:
 
     assert VECTOR_RECIPE in salt
     assert fingerprint("h", salt) != fingerprint("h", "MarkdownAwareSplitter(200, 0)")
+    # The default recipe keeps the name indexes were built with: an upgrade re-embeds nothing.
+    assert salt.endswith("|document-context=1.0")
+    assert index_salt("MarkdownAwareSplitter(200, 0)", 1) == salt
+    other = index_salt("MarkdownAwareSplitter(200, 0)", 0.0)
+    assert other.endswith("|document-context=0.0")
+    assert fingerprint("h", other) != fingerprint("h", salt)
+
+
+@pytest.mark.integration
+def test_embed_batch_applies_the_context_weight(embedder: Embedder) -> None:
+    chunks = [Chunk(source=source, ordinal=i, text=text, metadata={})
+              for source, i, text in [("a.md", 0, "Install the package with pip."),
+                                      ("a.md", 1, "Configure the database URL."),
+                                      ("b.md", 0, "Backflush deducts consumed components.")]]
+    batch = make_batches([doc("a.md"), doc("b.md")], chunks, MODEL, batch_chunks=10)[0]
+    raw = embedder.embed_passages([c.text_for_embedding for c in chunks])
+
+    own = np.stack([e.embedding for e in embed_batch(embedder, batch, 0.0)])
+    mixed = np.stack([e.embedding for e in embed_batch(embedder, batch)])
+
+    np.testing.assert_allclose(own, raw, rtol=1e-6)
+    np.testing.assert_allclose(mixed, with_document_context(raw, ["a.md", "a.md", "b.md"]),
+                               rtol=1e-6)
+    # A source alone in its document keeps its direction; the others move towards it.
+    np.testing.assert_allclose(mixed[2], raw[2], rtol=1e-5)
+    assert not np.allclose(mixed[0], raw[0], rtol=1e-3)

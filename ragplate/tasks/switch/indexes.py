@@ -154,8 +154,9 @@ def write_rag_range(runtime: Runtime, profile: EmbeddingProfile, chunk: ChunkSpe
     store = runtime.store(chunk.scope, profile)
     stored = {s: r for s, r in store.sources().items() if chunk.contains(s)}
     splitter = make_splitter(runtime.settings)
+    weight = runtime.settings.docs_context_weight
     # As index-docs: the next incremental run finds them unchanged.
-    salt = indexing.index_salt(splitter)
+    salt = indexing.index_salt(splitter, weight)
     plan = indexing.plan_index(chunk.scope, documents, stored, profile.key, full=False,
                                prefixes=list(roots), salt=salt)
     pieces = split_documents(plan.changed, splitter)
@@ -163,7 +164,8 @@ def write_rag_range(runtime: Runtime, profile: EmbeddingProfile, chunk: ChunkSpe
     written = 0
     for batch in indexing.make_batches(plan.changed, pieces, profile.key, salt=salt,
                                        batch_chunks=runtime.settings.index_batch_chunks):
-        written += indexing.write_batch(store, batch, indexing.embed_batch(embedder, batch))
+        written += indexing.write_batch(store, batch,
+                                        indexing.embed_batch(embedder, batch, weight))
     indexing.delete_sources(store, plan.deleted)
     return written
 
