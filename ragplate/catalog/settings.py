@@ -28,6 +28,8 @@ from ragplate.catalog.errors import ConfigurationError
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BUNDLED_DOCS = PROJECT_ROOT / "docs"
 DEFAULT_PROFILE = "local:intfloat/multilingual-e5-small"
+#: The document-context share of stored documentation vectors (see ``docs_context_weight``).
+DEFAULT_DOCS_CONTEXT_WEIGHT = 1.0
 
 SplitterName = Literal["markdown_aware", "sentence", "delimiter"]
 StoreName = Literal["pgvector", "filesystem", "memory"]
@@ -182,7 +184,7 @@ class Settings(BaseSettings):
         description="Similarity floor for retrieval hits (off by default).",
     )
     docs_context_weight: float = Field(
-        default=1.0, ge=0.0, le=4.0,
+        default=DEFAULT_DOCS_CONTEXT_WEIGHT, ge=0.0, le=4.0,
         description="How much of its document a documentation chunk's stored vector carries: "
         "the chunk's own direction plus this weight times the mean direction of its "
         "document's chunks. 1.0 (default) favours questions about what a document covers; 0 "

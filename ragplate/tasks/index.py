@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ragplate.catalog.documents import Chunk, Document
+from ragplate.catalog.settings import DEFAULT_DOCS_CONTEXT_WEIGHT
 from ragplate.infra.embedders.base import Embedder
 from ragplate.infra.stores.base import DocumentStore, EmbeddedChunk, SourceRecord
 
@@ -65,7 +66,7 @@ class IndexSummary:
 #: length). A passage of a long guide is then found as part of that guide, not only by its
 #: own words: a chunk's text alone often omits what its document is about. 1.0 is the plain
 #: average of the two; 0 stores the chunk's own vector.
-DOCUMENT_CONTEXT_WEIGHT = 1.0
+DOCUMENT_CONTEXT_WEIGHT = DEFAULT_DOCS_CONTEXT_WEIGHT
 
 
 def vector_recipe(weight: float = DOCUMENT_CONTEXT_WEIGHT) -> str:
