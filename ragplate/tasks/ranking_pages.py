@@ -14,7 +14,8 @@ from html import escape
 from typing import Any
 
 from ragplate.catalog.search_tuning import REPORTS_DIR
-from ragplate.tasks.report_render import context_rows, svg_bar_chart
+from ragplate.tasks.report_render import context_rows, number_cell, svg_bar_chart
+from ragplate.tasks.report_render import html_table as report_html_table
 
 #: How many candidates the tuning page charts and lists (the JSON holds them all).
 TOP_CANDIDATES = 20
@@ -28,20 +29,12 @@ svg text{font-size:12px;font-family:system-ui,sans-serif}"""
 
 
 def _cell(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float | int) and not isinstance(value, bool):
-        return escape(repr(value))
-    return escape(str(value))
+    return "—" if value is None else number_cell(value)
 
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], css: str = "") -> str:
     """A plain HTML table (``None`` shown as a dash)."""
-    head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>"
-                   for row in rows)
-    klass = f' class="{css}"' if css else ""
-    return f"<table{klass}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return report_html_table(header, rows, css, cell=_cell)
 
 
 def svg_grouped_bars(groups: Sequence[tuple[str, Sequence[float | None]]],

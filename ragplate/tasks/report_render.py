@@ -10,7 +10,7 @@ bytes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -22,7 +22,8 @@ th{background:#f2f2f2}h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem}
 .ctx td{text-align:left}svg text{font-size:12px;font-family:system-ui,sans-serif}"""
 
 
-def _number(value: Any) -> str:
+def number_cell(value: Any) -> str:
+    """A table cell: numbers as their ``repr`` (every digit kept), the rest as text."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return escape(str(value))
     return escape(repr(value))
@@ -54,9 +55,11 @@ def table_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], css: str = "") -> str:
+def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], css: str = "",
+               cell: Callable[[Any], str] = number_cell) -> str:
+    """A plain HTML table, each value written by ``cell``."""
     head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_number(c)}</td>" for c in row) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in row) + "</tr>"
                    for row in rows)
     klass = f' class="{css}"' if css else ""
     return f"<table{klass}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -81,7 +84,7 @@ def svg_bar_chart(series: Sequence[tuple[str, float]], *, title: str,
                   ' fill="#eee"/>',
                   f'<rect x="{label_w}" y="{y + 2}" width="{width}" height="{row_h - 6}"'
                   ' fill="#3b6fb6"/>',
-                  f'<text x="{label_w + bar_w + 6}" y="{y + 14}">{_number(value)}</text>']
+                  f'<text x="{label_w + bar_w + 6}" y="{y + 14}">{number_cell(value)}</text>']
     parts.append("</svg>")
     return "".join(parts)
 
@@ -96,7 +99,7 @@ def _slice_section(name: str, slices: Mapping[str, Mapping[str, float]]) -> str:
         svg_bar_chart([(s, float(v.get(metric, 0.0))) for s, v in slices.items()],
                       title=f"{metric} per {name}")
         for metric in keys[:2])
-    return (f"<h2>Per {escape(name)}</h2>" + _html_table([name, *keys], rows) + charts)
+    return (f"<h2>Per {escape(name)}</h2>" + html_table([name, *keys], rows) + charts)
 
 
 def render_html(report: Mapping[str, Any], *, title: str) -> str:
@@ -106,13 +109,13 @@ def render_html(report: Mapping[str, Any], *, title: str) -> str:
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
              f"<h1>{escape(title)}</h1>",
-             "<h2>Context</h2>", _html_table(["key", "value"], context_rows(report), "ctx"),
+             "<h2>Context</h2>", html_table(["key", "value"], context_rows(report), "ctx"),
              "<h2>Overall</h2>",
-             _html_table(["metric", "value"], list(metrics.items())),
+             html_table(["metric", "value"], list(metrics.items())),
              svg_bar_chart([(k, float(v)) for k, v in metrics.items()], title="overall")]
     latency = report.get("latency_ms")
     if isinstance(latency, Mapping):
-        parts += ["<h2>Latency (ms)</h2>", _html_table(list(latency), [list(latency.values())])]
+        parts += ["<h2>Latency (ms)</h2>", html_table(list(latency), [list(latency.values())])]
     for name, slices in (report.get("slices") or {}).items():
         parts.append(_slice_section(str(name), slices))
     parts.append("</body></html>\n")
