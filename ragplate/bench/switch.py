@@ -54,35 +54,12 @@ def _raw(runtime: Any, key: str, records: list[str], docs: list[str]) -> float:
 def _load(runtime: Any, pairs: list[tuple[str, str]], key: str, batch: int = 64) -> None:
     """Published ``cms.contents`` records (one English translation each) and their
     vectors of ``key``; the HNSW index is built once at the end."""
-    import sqlalchemy as sa
-
     from ragplate.catalog.profiles import get_profile
-    from ragplate.infra.stores.model_embeddings import (
-        VectorRow,
-        ensure_model_index,
-        write_vectors,
-    )
-    from ragplate.tasks.records import compose_text, text_hash
+    from ragplate.tasks.content import load_published
 
     profile = get_profile(key)
-    embedder = runtime.embedder(profile)
-    for start in range(0, len(pairs), batch):
-        part = pairs[start:start + batch]
-        texts = [compose_text(p) for p in part]
-        vectors = embedder.embed_passages(texts)
-        with runtime.engine.begin() as conn:
-            ids = [int(conn.execute(sa.text(
-                "INSERT INTO cms_contents (tenant, status) VALUES ('global', 'published') "
-                "RETURNING id")).scalar_one()) for _ in part]
-            conn.execute(sa.text(
-                "INSERT INTO cms_content_translations (content_id, locale, title, body) "
-                "VALUES (:k, 'en', :t, :b)"),
-                [{"k": k, "t": t, "b": b} for k, (t, b) in zip(ids, part, strict=True)])
-            write_vectors(conn, entity="cms.contents", profile=profile, rows=[
-                VectorRow(str(k), "en", text_hash(t), v)
-                for k, t, v in zip(ids, texts, vectors, strict=True)])
-    with runtime.engine.begin() as conn:
-        ensure_model_index(conn, profile)
+    load_published(runtime.engine, pairs, profile=profile, embedder=runtime.embedder(profile),
+                   batch=batch)
 
 
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -144,3 +144,36 @@ def delete_content(engine: Engine, *, key: int) -> bool:
         delete_vectors(conn, entity=ENTITY.name, record_keys=[str(key)])
         sql = sa.text("DELETE FROM cms_contents WHERE id = :k RETURNING id")
         return conn.execute(sql, {"k": key}).scalar() is not None
+
+
+def load_published(engine: Engine, pairs: Sequence[tuple[str, str]], *,
+                   profile: EmbeddingProfile, embedder: Embedder,
+                   locales: Sequence[str] = ("en",), batch: int = 500) -> list[int]:
+    """Bulk-load published global ``cms.contents`` records: each ``(title, body)`` pair
+    in every locale of ``locales``, with its vectors of ``profile``, one transaction per
+    ``batch`` records; the profile's HNSW index is ensured once at the end. For seeding
+    benchmarks and tests, where :func:`save_content` one record at a time is too slow."""
+    from ragplate.infra.stores.model_embeddings import ensure_model_index, write_vectors
+
+    ids: list[int] = []
+    for start in range(0, len(pairs), batch):
+        part = pairs[start:start + batch]
+        texts = [compose_text(pair) for pair in part]
+        vectors = embedder.embed_passages(texts)
+        with engine.begin() as conn:
+            keys = [int(conn.execute(sa.text(
+                "INSERT INTO cms_contents (tenant, status) VALUES ('global', 'published') "
+                "RETURNING id")).scalar_one()) for _ in part]
+            conn.execute(sa.text(
+                "INSERT INTO cms_content_translations (content_id, locale, title, body) "
+                "VALUES (:k, :l, :t, :b)"),
+                [{"k": k, "l": loc, "t": t, "b": b}
+                 for k, (t, b) in zip(keys, part, strict=True) for loc in locales])
+            write_vectors(conn, entity=ENTITY.name, profile=profile, rows=[
+                VectorRow(str(k), loc, text_hash(text), vector)
+                for k, text, vector in zip(keys, texts, vectors, strict=True)
+                for loc in locales])
+        ids += keys
+    with engine.begin() as conn:
+        ensure_model_index(conn, profile)
+    return ids

@@ -13,7 +13,7 @@ from ragplate.catalog.profiles import EmbeddingProfile, get_profile
 from ragplate.infra.embedders import make_embedder
 from ragplate.infra.embedders.base import Embedder
 from ragplate.infra.stores.model_embeddings import model_index_exists, model_index_name
-from ragplate.tasks.content import delete_content, save_content
+from ragplate.tasks.content import delete_content, load_published, save_content
 from ragplate.tasks.records import (
     RecordText,
     compose_text,
@@ -30,6 +30,7 @@ from tests.testing.records import (
     CachingEmbedder,
     WrongLengthEmbedder,
     load_corpus,
+    reset_content,
     vector_rows,
 )
 
@@ -316,3 +317,23 @@ def test_a_record_saved_during_a_switch_is_embedded_with_both_models(
     assert all(len(e.passages) == 1 for e in embedders.values())
     # Two models, two partial indexes side by side.
     assert model_index_name(PORTUGUESE) != model_index_name(embedder.profile.key)
+
+
+def test_bulk_load_stores_what_a_save_would(engine: sa.Engine, embedder: Embedder) -> None:
+    reset_content(engine)
+    pairs = [("Backflush", "Components are deducted on completion."),
+             ("Invoices", "Send an invoice by email."),
+             ("Stock", "Count the warehouse twice a year.")]
+
+    ids = load_published(engine, pairs, profile=embedder.profile,
+                         embedder=CachingEmbedder(embedder), locales=("en", "it"), batch=2)
+
+    assert len(ids) == len(set(ids)) == 3
+    assert _title(engine, ids[1], "it") == "Invoices"
+    with engine.connect() as conn:
+        texts = record_texts(conn, ENTITY)
+        assert len(texts) == 6
+        assert missing_embeddings(conn, ENTITY, embedder.profile.key) == []
+        assert model_index_exists(conn, embedder.profile.key)
+    assert vector_rows(engine, embedder.profile.key) == {
+        (t.record_key, t.locale): t.text_hash for t in texts}

@@ -27,8 +27,7 @@ from ragplate.catalog.settings import Settings, get_settings
 from ragplate.infra import database, postgres, settings_store
 from ragplate.infra.embedders import make_embedder
 from ragplate.infra.runtime import Runtime
-from ragplate.infra.stores.model_embeddings import VectorRow, ensure_model_index, write_vectors
-from ragplate.tasks.records import compose_text, text_hash
+from ragplate.tasks.content import load_published
 from ragplate.tasks.switch import faults
 
 H64 = "local:ragplate/hashing-64"
@@ -57,23 +56,8 @@ def short_records(count: int, words: int = 10, seed: int = 7) -> list[tuple[str,
 def load_records(engine: sa.Engine, pairs: Sequence[tuple[str, str]],
                  profile: EmbeddingProfile, locales: Sequence[str] = ("en",)) -> list[int]:
     """Insert published ``cms.contents`` records and their vectors of ``profile``."""
-    embedder = make_embedder(profile)
-    texts = [compose_text(pair) for pair in pairs]
-    matrix = embedder.embed_passages(texts) if texts else []
-    with engine.begin() as conn:
-        ids = [int(conn.execute(sa.text(
-            "INSERT INTO cms_contents (tenant, status) VALUES ('global', 'published') "
-            "RETURNING id")).scalar_one()) for _ in pairs]
-        conn.execute(sa.text(
-            "INSERT INTO cms_content_translations (content_id, locale, title, body) "
-            "VALUES (:k, :l, :t, :b)"),
-            [{"k": k, "l": loc, "t": t, "b": b} for k, (t, b) in zip(ids, pairs, strict=True)
-             for loc in locales])
-        rows = [VectorRow(str(k), loc, text_hash(text), vec)
-                for k, text, vec in zip(ids, texts, matrix, strict=True) for loc in locales]
-        write_vectors(conn, entity="cms.contents", profile=profile, rows=rows)
-        ensure_model_index(conn, profile)
-    return ids
+    return load_published(engine, pairs, profile=profile, embedder=make_embedder(profile),
+                          locales=locales)
 
 
 def index_docs(runtime: Runtime, profile: EmbeddingProfile) -> None:
