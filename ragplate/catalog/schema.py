@@ -32,6 +32,8 @@ rag_sources = sa.Table(
     sa.Column(
         "indexed_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
     ),
+    # How the source's vectors were made (migration 0005); '' when not recorded.
+    sa.Column("vector_recipe", sa.Text, nullable=False, server_default=""),
 )
 
 #: Generated keyword-search vector of a documentation chunk (migration 0004): the words of

@@ -83,7 +83,8 @@ def index_rag_docs(
                                 salt=salt)
         chunks = wrappers.split(plan.changed, splitter)
         batches = index.make_batches(plan.changed, chunks, model.key,
-                                     batch_chunks=runtime.settings.index_batch_chunks, salt=salt)
+                                     batch_chunks=runtime.settings.index_batch_chunks, salt=salt,
+                                     recipe=index.vector_recipe(weight))
         summary = index.IndexSummary(index_name, sources_read=len(corpus),
                                      unchanged=len(plan.unchanged),
                                      reembedded=len(plan.changed))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -33,7 +33,7 @@ from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.settings import PROJECT_ROOT, DocsRetrieval
 from ragplate.infra.embedders.base import Embedder
 from ragplate.infra.embedders.local import LocalEmbedder
-from ragplate.infra.stores.base import DocumentStore
+from ragplate.infra.stores.base import DocumentStore, SourceRecord
 from ragplate.infra.stores.memory import MemoryStore
 from ragplate.tasks import index as indexing
 from ragplate.tasks.datasets import LoadedDataset
@@ -151,6 +151,7 @@ def build_report(
     no query, no label, no content."""
     dataset = loaded.data
     profile = setup.embedder.profile
+    sources = setup.store.sources()
     return {
         "schema_version": SCHEMA_VERSION,
         "module": dataset.module,
@@ -167,10 +168,18 @@ def build_report(
                       "min_similarity": setup.min_score,
                       "latency_measured": setup.mode == "live"},
         "embedding": {"profile": profile.key, "service_model": profile.service_model,
-                      "dimensions": profile.dimensions},
-        "corpus": {"size": setup.store.count(), "sources": len(setup.store.sources())},
+                      "dimensions": profile.dimensions,
+                      "vector_recipes": vector_recipes(sources.values())},
+        "corpus": {"size": setup.store.count(), "sources": len(sources)},
         "dataset": {"sha256": loaded.sha256},
     }
+
+
+def vector_recipes(records: Iterable[SourceRecord]) -> list[str]:
+    """The distinct recipes the measured vectors were made with, sorted: one for an index
+    built in one go, several when it was rebuilt only in part since the recipe changed
+    (``unrecorded`` for sources stored before recipes were recorded)."""
+    return sorted({r.vector_recipe or "unrecorded" for r in records})
 
 
 def report_title(report: dict[str, Any]) -> str:

@@ -151,8 +151,10 @@ def make_batches(
     *,
     batch_chunks: int,
     salt: str = "",
+    recipe: str = VECTOR_RECIPE,
 ) -> list[Batch]:
-    """Group whole sources into batches of about ``batch_chunks`` chunks.
+    """Group whole sources into batches of about ``batch_chunks`` chunks; each source's
+    record carries ``recipe``, the :func:`vector_recipe` its vectors are embedded with.
 
     A batch never splits a source (replace-by-source deletes a source before adding it,
     so a split source would lose its first part); a larger source travels alone. A source
@@ -170,7 +172,9 @@ def make_batches(
         if current_sources and len(current_chunks) + len(own) > batch_chunks:
             batches.append(Batch(current_sources, current_chunks))
             current_sources, current_chunks = [], []
-        current_sources.append(SourceRecord(source, hashes[source], model_key, len(own)))
+        current_sources.append(
+            SourceRecord(source, hashes[source], model_key, len(own), recipe)
+        )
         current_chunks.extend(own)
     if current_sources:
         batches.append(Batch(current_sources, current_chunks))

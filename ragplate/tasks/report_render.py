@@ -31,17 +31,24 @@ def number_cell(value: Any) -> str:
 
 def context_rows(report: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``(key, value)`` of every context entry (everything but the metric blocks); nested
-    objects are flattened as ``parent.child``."""
+    objects are flattened as ``parent.child``, lists of plain values joined by commas."""
     rows: list[tuple[str, str]] = []
     for key, value in report.items():
         if key in _BLOCKS:
             continue
         if isinstance(value, Mapping):
-            rows.extend((f"{key}.{k}", str(v)) for k, v in value.items()
-                        if not isinstance(v, Mapping | list))
+            for name, inner in value.items():
+                if isinstance(inner, list) and all(_plain(v) for v in inner):
+                    rows.append((f"{key}.{name}", ", ".join(str(v) for v in inner)))
+                elif not isinstance(inner, Mapping | list):
+                    rows.append((f"{key}.{name}", str(inner)))
         elif not isinstance(value, list):
             rows.append((key, "null" if value is None else str(value)))
     return rows
+
+
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
 
 
 def table_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -245,12 +245,15 @@ def test_changing_the_context_weight_re_embeds_every_source_once(
             [d for d in read_sources({PREFIX: corpus}) if d.source == setup[0]],
             make_splitter(get_settings()))]
         np.testing.assert_allclose(setup[1], embedder.embed_passages(texts), atol=1e-5)
+        # Every source records the recipe its vectors were made with.
+        assert {r.vector_recipe for r in store.sources().values()} == {"document-context=0.0"}
         assert run(corpus)["re-embedded"] == 0
     finally:
         monkeypatch.delenv("RAGPLATE_DOCS_CONTEXT_WEIGHT")
         get_settings.cache_clear()
     restored = run(corpus)
     assert restored["re-embedded"] == restored["sources read"]
+    assert {r.vector_recipe for r in store.sources().values()} == {"document-context=1.0"}
 
 
 def snapshot_vectors(engine: sa.Engine, store: DocumentStore) -> list[tuple[str, np.ndarray]]:

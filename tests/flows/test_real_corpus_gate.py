@@ -79,6 +79,8 @@ def test_developer_retrieval_gate(laraplate_index: PgvectorStore, embedder: Any,
     assert metrics["mean_reciprocal_rank"] >= mrr, metrics
     assert metrics["unavailable_rate"] == 0.0
     assert report["corpus"]["size"] > 600
+    # The report says which vectors it measured, read back from pgvector.
+    assert report["embedding"]["vector_recipes"] == [index.VECTOR_RECIPE]
 
 
 #: What the Core pages would declare to enter the user index. Sections are opted in for

@@ -14,6 +14,7 @@ import pytest
 
 from ragplate.catalog.datasets import DatasetError, DocumentationCase, DocumentationDataset
 from ragplate.catalog.settings import PROJECT_ROOT
+from ragplate.infra.stores.base import SourceRecord
 from ragplate.tasks import evaluate_docs
 from ragplate.tasks.datasets import read_dataset
 from ragplate.tasks.report_render import render_html
@@ -105,3 +106,18 @@ def test_the_dataset_must_target_the_index() -> None:
                            DocumentationDataset).data
     with pytest.raises(DatasetError, match="index_profile is 'user'"):
         evaluate_docs.check_index(dataset, "developer")
+
+
+def test_the_report_names_each_recipe_of_the_measured_vectors_once() -> None:
+    def record(source: str, recipe: str) -> SourceRecord:
+        return SourceRecord(source, "h", "local:m", 1, recipe)
+
+    assert evaluate_docs.vector_recipes([]) == []
+    assert evaluate_docs.vector_recipes(
+        [record("a", "document-context=1.0"), record("b", "document-context=1.0")]
+    ) == ["document-context=1.0"]
+    # Partly rebuilt since the recipe changed, and a source stored before recipes were.
+    assert evaluate_docs.vector_recipes(
+        [record("a", "document-context=1.0"), record("b", "document-context=0.0"),
+         record("c", "")]
+    ) == ["document-context=0.0", "document-context=1.0", "unrecorded"]

@@ -20,6 +20,7 @@ from ragplate.tasks.index import (
     index_salt,
     make_batches,
     plan_index,
+    vector_recipe,
     with_document_context,
 )
 
@@ -144,8 +145,17 @@ def test_batches_group_whole_sources_up_to_the_limit() -> None:
     batches = make_batches(documents, chunks, MODEL, batch_chunks=4)
 
     assert [[s.source for s in b.sources] for b in batches] == [["a.md", "b.md"], ["c.md"]]
-    assert batches[0].sources[0] == SourceRecord("a.md", "ha", MODEL, 2)
+    assert batches[0].sources[0] == SourceRecord("a.md", "ha", MODEL, 2, VECTOR_RECIPE)
     assert [len(b.chunks) for b in batches] == [4, 3]
+
+
+def test_every_record_carries_the_recipe_its_vectors_are_made_with() -> None:
+    documents = [doc("a.md", "ha"), doc("empty.md", "he")]
+
+    batches = make_batches(documents, chunks_of("a.md", 2), MODEL, batch_chunks=10,
+                           recipe=vector_recipe(0))
+
+    assert [s.vector_recipe for s in batches[0].sources] == ["document-context=0.0"] * 2
 
 
 def test_large_source_travels_alone() -> None:
@@ -164,9 +174,9 @@ def test_empty_source_still_gets_a_record() -> None:
     batches = make_batches(documents, chunks_of("full.md", 2), MODEL, batch_chunks=10)
 
     assert len(batches) == 1
-    assert SourceRecord("empty.md", "he", MODEL, 0) in batches[0].sources
+    assert SourceRecord("empty.md", "he", MODEL, 0, VECTOR_RECIPE) in batches[0].sources
     assert make_batches([doc("only-empty.md")], [], MODEL, batch_chunks=5)[0].sources == [
-        SourceRecord("only-empty.md", "h1", MODEL, 0)
+        SourceRecord("only-empty.md", "h1", MODEL, 0, VECTOR_RECIPE)
     ]
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.tasks.report_render import (
+    context_rows,
     markdown_summary,
     render_html,
     svg_bar_chart,
@@ -205,3 +206,13 @@ def test_table_rows_and_markdown() -> None:
     text = markdown_summary(REPORT, title="t", page="/x/r.html")
     assert "| overall | all | 1.0 | 0.75 |" in text and "HTML report: `/x/r.html`" in text
     assert "| embedding.profile | local:x |" in text
+
+
+def test_context_rows_join_lists_of_plain_values_and_skip_nested_ones() -> None:
+    report = {**REPORT, "embedding": {"profile": "local:x", "vector_recipes": ["a=0.0", "a=1.0"],
+                                      "nested": [{"k": 1}], "empty": []}}
+    assert context_rows(report) == [
+        ("schema_version", "1"), ("module", "core"), ("case_count", "2"),
+        ("embedding.profile", "local:x"), ("embedding.vector_recipes", "a=0.0, a=1.0"),
+        ("embedding.empty", ""),
+    ]

@@ -281,6 +281,17 @@ class DocumentStoreContract:
             **{s: SourceRecord(s, f"v1-{s}", TINY.key, 1) for s in "bcd"},
         }
 
+    def test_sources_keep_the_vector_recipe_and_its_replacement(
+        self, store: DocumentStore
+    ) -> None:
+        a, b = basic_items()[:2]
+        store.add([a, b], [SourceRecord("a", "h", TINY.key, 1, "document-context=0.0"),
+                           SourceRecord("b", "h", TINY.key, 1)])
+        assert {s: r.vector_recipe for s, r in store.sources().items()} == {
+            "a": "document-context=0.0", "b": ""}
+        store.replace_sources([a], [SourceRecord("a", "h2", TINY.key, 1, "document-context=1.0")])
+        assert store.sources()["a"] == SourceRecord("a", "h2", TINY.key, 1, "document-context=1.0")
+
     def test_reset(self, store: DocumentStore) -> None:
         load(store, basic_items())
         store.reset()

@@ -23,12 +23,16 @@ class EmbeddedChunk:
 
 @dataclass(frozen=True)
 class SourceRecord:
-    """What the store knows of one indexed source, for incremental indexing."""
+    """What the store knows of one indexed source, for incremental indexing.
+
+    ``vector_recipe`` names how the source's vectors were made (``document-context=1.0``);
+    empty for sources stored before it was recorded."""
 
     source: str
     content_hash: str
     model_key: str
     chunk_count: int
+    vector_recipe: str = ""
 
 
 @dataclass(frozen=True)

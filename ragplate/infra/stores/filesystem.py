@@ -101,7 +101,8 @@ class FilesystemStore(TableReads):
             )
             records = {
                 r["source"]: SourceRecord(
-                    r["source"], r["content_hash"], r["model_key"], int(r["chunk_count"])
+                    r["source"], r["content_hash"], r["model_key"], int(r["chunk_count"]),
+                    str(r.get("vector_recipe", "")),
                 )
                 for r in doc["sources"]
             }
@@ -162,6 +163,7 @@ class FilesystemStore(TableReads):
                     "content_hash": s.content_hash,
                     "model_key": s.model_key,
                     "chunk_count": s.chunk_count,
+                    "vector_recipe": s.vector_recipe,
                 }
                 for s in table.records.values()
             ],

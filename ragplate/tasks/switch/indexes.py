@@ -163,7 +163,8 @@ def write_rag_range(runtime: Runtime, profile: EmbeddingProfile, chunk: ChunkSpe
     embedder = runtime.embedder(profile)
     written = 0
     for batch in indexing.make_batches(plan.changed, pieces, profile.key, salt=salt,
-                                       batch_chunks=runtime.settings.index_batch_chunks):
+                                       batch_chunks=runtime.settings.index_batch_chunks,
+                                       recipe=indexing.vector_recipe(weight)):
         written += indexing.write_batch(store, batch,
                                         indexing.embed_batch(embedder, batch, weight))
     indexing.delete_sources(store, plan.deleted)
