@@ -39,6 +39,13 @@ class UnknownProfileError(ConfigurationError):
         return (self.__class__, (self.key, self.known))
 
 
+class ActiveProfileError(ConfigurationError):
+    """The serving profile stored in PostgreSQL is not a declared profile: nothing can be
+    served until a declared one is made active."""
+
+    http_status = 503
+
+
 class InvalidInputError(RagplateError):
     """Bad input from a user: a request field, a CLI option, a file."""
 

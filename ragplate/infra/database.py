@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import OperationalError, ProgrammingError, SQLAlchemyError
+from sqlalchemy.exc import InterfaceError, OperationalError, ProgrammingError, SQLAlchemyError
 
 from ragplate.catalog.errors import DatabaseError
 from ragplate.catalog.settings import Settings
@@ -132,6 +132,16 @@ def current_revision(engine: Engine) -> str | None:
         opts = {"version_table": "ragplate_alembic_version"}
         context = MigrationContext.configure(conn, opts=opts)
         return context.get_current_revision()
+
+
+#: Errors of a connection that worked and then failed (server stopped, network cut).
+CONNECTION_ERRORS = (OperationalError, InterfaceError)
+
+
+def connection_lost(exc: SQLAlchemyError) -> DatabaseError:
+    """The :class:`DatabaseError` for a connection error raised while serving, with the
+    server's first line of explanation (never the SQL or its parameters)."""
+    return DatabaseError(f"PostgreSQL is unavailable: {_reason(exc)}")
 
 
 def _reason(exc: SQLAlchemyError) -> str:

@@ -8,6 +8,7 @@ from functools import cached_property
 from sqlalchemy.engine import Engine
 
 from ragplate.catalog.documents import AudiencePolicy
+from ragplate.catalog.errors import ActiveProfileError, UnknownProfileError
 from ragplate.catalog.profiles import EmbeddingProfile, get_profile
 from ragplate.catalog.settings import Settings, get_settings
 from ragplate.infra import settings_store
@@ -30,7 +31,15 @@ class Runtime:
 
     def active_profile(self) -> EmbeddingProfile:
         """The profile that serves search, as stored in PostgreSQL."""
-        return get_profile(settings_store.active_profile_key(self.engine))
+        key = settings_store.active_profile_key(self.engine)
+        try:
+            return get_profile(key)
+        except UnknownProfileError as exc:
+            raise ActiveProfileError(
+                f"the active embedding profile stored in PostgreSQL, '{key}', is not a "
+                f"declared profile (declared: {', '.join(exc.known or [])}); run with the "
+                f"configuration that declared it (the hashing profiles need "
+                f"RAGPLATE_TEST_PROFILES=true)") from exc
 
     def embedder(self, profile: EmbeddingProfile | None = None) -> Embedder:
         """An embedder for ``profile`` (default: the active one)."""

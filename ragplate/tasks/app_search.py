@@ -43,6 +43,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from ragplate.catalog.entities import Entity, get_entity
 from ragplate.catalog.profiles import EmbeddingProfile
+from ragplate.catalog.text import check_text
 from ragplate.infra.stores import entity_sql
 from ragplate.infra.stores.model_embeddings import has_vectors
 from ragplate.tasks.fuse import RRF_K, reciprocal_rank_fusion
@@ -182,6 +183,9 @@ def search_records(
     :class:`~ragplate.catalog.errors.UnknownEntityError`. ``serving`` is the profile whose
     vectors are searched; ``embedder_factory`` builds its embedder (only for balanced and
     deep), ``reranker_factory`` the reranker (deep; ``None``: none configured)."""
+    check_text(query, "query")
+    if tenant is not None:
+        check_text(tenant, "tenant", blank_ok=True)
     ent = get_entity(entity, settings)
     strategy = resolve_strategy(mode, embedder_factory=embedder_factory,
                                 reranker_factory=reranker_factory)

@@ -24,6 +24,7 @@ from ragplate.catalog.documents import (
 )
 from ragplate.catalog.errors import ConfigurationError
 from ragplate.catalog.settings import DocsRetrieval, clamp_top_k
+from ragplate.catalog.text import check_text
 from ragplate.infra.embedders.base import Embedder
 from ragplate.infra.stores.base import DocumentStore, KeywordSearch, SearchFilters, StoreHit
 from ragplate.tasks.fuse import reciprocal_rank_fusion
@@ -125,6 +126,7 @@ def _candidates(
     label_key: str | None,
 ) -> list[StoreHit]:
     """Chunks in rank order: the vector ranking, or (hybrid) the fused ranking."""
+    check_text(query, "query")
     if strategy not in STRATEGIES:
         raise ConfigurationError(f"unknown documentation retrieval {strategy!r} "
                                  f"(accepted: {', '.join(STRATEGIES)})")

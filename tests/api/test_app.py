@@ -52,6 +52,10 @@ def test_health_reports_database_profile_and_counts(
         ({"query": "x" * 2001}, "query"),
         ({"top_k": 3}, "query"),
         ({"query": "x", "top_k": "many"}, "top_k"),
+        ({"query": "x", "top_k": "3"}, "top_k"),
+        ({"query": "x\x00y"}, "query"),
+        ({"query": "   "}, "query"),
+        ({"query": "x", "index": "user"}, "index"),
     ],
 )
 def test_search_validation_errors_are_422(
@@ -60,8 +64,11 @@ def test_search_validation_errors_are_422(
     response = client.post("/v1/docs/search", json=payload)
 
     assert response.status_code == 422
-    locations = [error["loc"] for error in response.json()["detail"]]
-    assert ["body", field] in locations
+    body = response.json()
+    assert body["error"] == "ValidationError"
+    assert ["body", field] in [error["loc"] for error in body["detail"]]
+    # Problems are described, the input is not echoed back.
+    assert all(set(error) == {"loc", "msg", "type"} for error in body["detail"])
 
 
 def test_search_returns_cited_hits(client: TestClient) -> None:

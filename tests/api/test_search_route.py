@@ -108,6 +108,13 @@ def test_an_unknown_entity_is_a_422_naming_it(client: TestClient) -> None:
         ({"top_k": 51}, "top_k"),
         ({"tenant": ""}, "tenant"),
         ({"entity": None}, "entity"),
+        ({"query": "x\x00y"}, "query"),
+        ({"query": " \t "}, "query"),
+        ({"tenant": "a\x00b"}, "tenant"),
+        ({"locale": "en" + "-abcdefgh" * 4}, "locale"),
+        ({"top_k": "3"}, "top_k"),
+        ({"top_k": True}, "top_k"),
+        ({"index": "user"}, "index"),
     ],
 )
 def test_bad_requests_are_422_naming_the_field(

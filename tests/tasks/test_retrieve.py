@@ -16,6 +16,7 @@ import sqlalchemy as sa
 import yaml
 
 from ragplate.catalog.documents import SAFE_FIELDS, AccessContext, AudiencePolicy, Chunk
+from ragplate.catalog.errors import InvalidInputError
 from ragplate.infra.embedders.base import Embedder
 from ragplate.infra.stores.base import EmbeddedChunk, SourceRecord
 from ragplate.infra.stores.pgvector import PgvectorStore
@@ -103,6 +104,16 @@ def test_developer_min_score_filters(developer_store: PgvectorStore, embedder: E
     assert [h.source_label for h in kept] == [h.source_label for h in every[:3]]
     assert retrieve_developer("backups", store=developer_store, embedder=embedder, top_k=10,
                               min_score=1.01) == []
+
+
+@pytest.mark.parametrize("strategy", ["vector", "hybrid"])
+@pytest.mark.parametrize("query", ["back\x00ups", "  "])
+def test_unusable_query_text_is_the_callers_error_not_the_stores(
+    developer_store: PgvectorStore, embedder: Embedder, strategy: Any, query: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=r"^query must"):
+        retrieve_developer(query, store=developer_store, embedder=embedder, top_k=3,
+                           strategy=strategy)
 
 
 def test_excerpt_cuts_long_text_at_a_word() -> None:

@@ -6,15 +6,17 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from ragplate.api.deps import RuntimeDep
+from ragplate.api.errors import ERROR_RESPONSES
+from ragplate.api.fields import SearchText, StrictRequest
 from ragplate.tasks.retrieve import retrieve_developer
 
 router = APIRouter(prefix="/v1/docs", tags=["documentation"])
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(StrictRequest):
     """A question for the developer index."""
 
-    query: str = Field(min_length=1, max_length=2000, description="The question.")
+    query: SearchText = Field(min_length=1, max_length=2000, description="The question.")
     top_k: int = Field(default=5, ge=1, le=10, description="Hits to return (1-10).")
 
 
@@ -33,7 +35,7 @@ class SearchResponse(BaseModel):
     hits: list[SearchHit]
 
 
-@router.post("/search", response_model=SearchResponse)
+@router.post("/search", response_model=SearchResponse, responses=ERROR_RESPONSES)
 def search(request: SearchRequest, runtime: RuntimeDep) -> SearchResponse:
     """Search the developer index with the active embedding profile (vector, or hybrid
     with ``RAGPLATE_DOCS_RETRIEVAL=hybrid``)."""

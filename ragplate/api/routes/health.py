@@ -8,7 +8,8 @@ from pydantic import BaseModel
 
 from ragplate.api.deps import RuntimeDep
 from ragplate.catalog.documents import INDEXES
-from ragplate.catalog.errors import RagplateError
+from ragplate.catalog.errors import DatabaseError, RagplateError
+from ragplate.infra.database import CONNECTION_ERRORS, connection_lost
 
 router = APIRouter(tags=["health"])
 
@@ -23,16 +24,28 @@ class Health(BaseModel):
     detail: str | None = None
 
 
-@router.get("/health", response_model=Health)
+@router.head("/health", include_in_schema=False, response_model=None)  # probes use HEAD
+@router.get("/health", response_model=Health,
+            responses={503: {"model": Health, "description": "Something is down."}})
 def health(runtime: RuntimeDep) -> Health | JSONResponse:
-    """``ok`` with the chunk count of each index, or 503 naming what is wrong."""
+    """``ok`` with the chunk count of each index, or 503 naming what is wrong;
+    ``database`` says whether PostgreSQL itself is the problem."""
     try:
         profile = runtime.active_profile()
         counts: dict[str, int] = {
             name: runtime.store(name, profile).count() for name in INDEXES
         }
+    except CONNECTION_ERRORS as exc:
+        return _unavailable(connection_lost(exc))
     except RagplateError as exc:
-        body = Health(status="unavailable", database="unavailable", active_profile=None,
-                      indexes={}, detail=str(exc))
-        return JSONResponse(status_code=503, content=body.model_dump())
+        return _unavailable(exc)
     return Health(status="ok", database="ok", active_profile=profile.key, indexes=counts)
+
+
+def _unavailable(exc: RagplateError) -> JSONResponse:
+    # A store reports a lost connection as its own error, caused by the connection's.
+    lost = isinstance(exc, DatabaseError) or isinstance(exc.__cause__, CONNECTION_ERRORS)
+    database = "unavailable" if lost else "ok"
+    body = Health(status="unavailable", database=database, active_profile=None, indexes={},
+                  detail=str(exc))
+    return JSONResponse(status_code=503, content=body.model_dump())

@@ -8,25 +8,27 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from ragplate.api.deps import RuntimeDep
+from ragplate.api.errors import ERROR_RESPONSES
+from ragplate.api.fields import SearchText, StrictRequest, TenantText
 from ragplate.tasks.app_search import search_with_runtime
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
 
-class AppSearchRequest(BaseModel):
+class AppSearchRequest(StrictRequest):
     """A search over the published records of one entity, in one locale."""
 
     entity: str = Field(min_length=1, max_length=100, description="e.g. cms.contents")
-    query: str = Field(min_length=1, max_length=2000, description="What to look for.")
+    query: SearchText = Field(min_length=1, max_length=2000, description="What to look for.")
     mode: Literal["fast", "balanced", "deep"] = Field(
         default="balanced",
         description="fast: keywords only, no model; balanced: keywords + vectors fused "
         "(hybrid); deep: balanced + reranking. A cheaper mode may answer: see "
         "meta.search.degraded_reason.",
     )
-    locale: str = Field(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$",
+    locale: str = Field(max_length=35, pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$",
                         description="Language of the results (en, it, …).")
-    tenant: str | None = Field(
+    tenant: TenantText | None = Field(
         default=None, min_length=1, max_length=200,
         description="The caller's tenant: records of 'global' and of this tenant are searched.",
     )
@@ -70,7 +72,7 @@ class AppSearchResponse(BaseModel):
     meta: SearchMetaModel
 
 
-@router.post("/search", response_model=AppSearchResponse)
+@router.post("/search", response_model=AppSearchResponse, responses=ERROR_RESPONSES)
 def search(request: AppSearchRequest, runtime: RuntimeDep) -> AppSearchResponse:
     """Keyword, vector or hybrid search of an entity's records (unknown entity: 422)."""
     result = search_with_runtime(

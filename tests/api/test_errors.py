@@ -1,0 +1,121 @@
+"""How errors leave the API (``ragplate.api.errors``): JSON with the right status for
+input the validator cannot echo, a database lost after start, a serving profile that is
+not declared, and routing errors."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+    from fastapi.testclient import TestClient
+
+from ragplate.api.app import create_app
+from ragplate.catalog.settings import Settings
+from ragplate.infra import settings_store
+from ragplate.infra.stores.base import DocumentStore
+
+pytestmark = pytest.mark.integration
+
+#: Nothing listens there: every new connection is refused, as after PostgreSQL stopped.
+UNREACHABLE = "postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2"
+
+
+@pytest.fixture(scope="module")
+def client(settings: Settings, developer_index: DocumentStore) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
+
+
+@pytest.mark.parametrize("body", [
+    b'{"query": "\\ud800"}',
+    b'{"query": "ok", "top_k": "\\ud800"}',
+])
+def test_a_lone_surrogate_is_a_422_not_a_crash(client: TestClient, body: bytes) -> None:
+    response = client.post("/v1/docs/search", content=body,
+                           headers={"content-type": "application/json"})
+
+    assert response.status_code == 422
+    assert response.json()["error"] == "ValidationError"
+
+
+def test_a_huge_invalid_field_is_not_echoed(client: TestClient) -> None:
+    response = client.post("/v1/docs/search", json={"query": "x" * 200_000})
+
+    assert response.status_code == 422
+    assert len(response.content) < 1_000
+
+
+def test_a_database_lost_after_start_is_a_503_naming_postgresql(settings: Settings) -> None:
+    app = create_app(settings)
+    # The runtime connected once; from now on connections fail like a stopped server's.
+    app.state.runtime.__dict__["engine"] = sa.create_engine(UNREACHABLE)
+    with TestClient(app) as lost:
+        health = lost.get("/health")
+        search = lost.post("/v1/docs/search", json={"query": "anything"})
+        records = lost.post("/v1/search", json={"entity": "cms.contents", "query": "x",
+                                                  "locale": "en", "mode": "fast"})
+
+    assert health.status_code == 503
+    assert (health.json()["status"], health.json()["database"]) == ("unavailable",
+                                                                    "unavailable")
+    assert health.json()["detail"].startswith("PostgreSQL is unavailable: ")
+    for response in (search, records):
+        assert response.status_code == 503
+        assert response.json()["error"] == "DatabaseError"
+        assert response.json()["detail"].startswith("PostgreSQL is unavailable: ")
+        assert "SELECT" not in response.json()["detail"]
+
+
+def test_an_undeclared_serving_profile_is_a_503_and_not_blamed_on_the_database(
+    client: TestClient, engine: sa.Engine,
+) -> None:
+    with engine.begin() as conn:
+        serving = settings_store.read(conn, settings_store.ACTIVE_PROFILE)
+        settings_store.write_managed(conn, settings_store.ACTIVE_PROFILE, "local:gone/model")
+    try:
+        health = client.get("/health")
+        search = client.post("/v1/docs/search", json={"query": "anything"})
+    finally:
+        with engine.begin() as conn:
+            settings_store.write_managed(conn, settings_store.ACTIVE_PROFILE, serving)
+
+    assert health.status_code == 503
+    assert (health.json()["status"], health.json()["database"]) == ("unavailable", "ok")
+    assert "'local:gone/model'" in health.json()["detail"]
+    assert search.status_code == 503
+    assert search.json()["error"] == "ActiveProfileError"
+    assert client.get("/health").status_code == 200
+
+
+def test_routing_errors_share_the_error_shape(client: TestClient) -> None:
+    missing = client.get("/v1/nothing")
+    wrong_method = client.get("/v1/docs/search")
+
+    assert (missing.status_code, missing.json()) == (404, {"error": "NotFound",
+                                                           "detail": "Not Found"})
+    assert wrong_method.status_code == 405
+    assert wrong_method.json()["error"] == "MethodNotAllowed"
+    assert wrong_method.headers["allow"] == "POST"
+
+
+def test_health_answers_head_requests(client: TestClient) -> None:
+    response = client.head("/health")
+
+    assert response.status_code == 200
+    assert response.content == b""
+
+
+def test_openapi_declares_the_error_responses(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+
+    for path in ("/v1/docs/search", "/v1/search"):
+        responses = paths[path]["post"]["responses"]
+        assert {"422", "503"} <= set(responses), path
+        schema = responses["503"]["content"]["application/json"]["schema"]
+        assert schema == {"$ref": "#/components/schemas/ErrorBody"}
+    assert "503" in paths["/health"]["get"]["responses"]
