@@ -7,6 +7,7 @@ from fastapi import FastAPI
 from ragplate import __version__
 from ragplate.api.errors import install_error_handlers
 from ragplate.api.routes import docs_search, health, search
+from ragplate.api.routes.docs_ui import install_docs_page
 from ragplate.catalog.settings import Settings
 from ragplate.infra.runtime import Runtime
 
@@ -17,7 +18,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="ragplate",
         version=__version__,
         summary="Documentation retrieval with citations.",
-        docs_url="/docs",
+        # The OpenAPI page is served from bundled assets (routes.docs_ui), not a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.runtime = Runtime(settings) if settings is not None else Runtime()
 
@@ -25,4 +28,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(docs_search.router)
     app.include_router(search.router)
+    install_docs_page(app)
     return app

@@ -119,3 +119,17 @@ def test_openapi_declares_the_error_responses(client: TestClient) -> None:
         schema = responses["503"]["content"]["application/json"]["schema"]
         assert schema == {"$ref": "#/components/schemas/ErrorBody"}
     assert "503" in paths["/health"]["get"]["responses"]
+
+
+def test_the_openapi_page_loads_only_bundled_assets(client: TestClient) -> None:
+    page = client.get("/docs")
+
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert "/openapi.json" in page.text
+    assert "https://" not in page.text and "http://" not in page.text
+    for asset, kind in (("swagger-ui-bundle.js", "javascript"), ("swagger-ui.css", "css")):
+        assert f"/docs/assets/{asset}" in page.text
+        served = client.get(f"/docs/assets/{asset}")
+        assert served.status_code == 200 and kind in served.headers["content-type"]
+        assert len(served.content) > 10_000
+    assert client.get("/redoc").status_code == 404
