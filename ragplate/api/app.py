@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from ragplate import __version__
+from ragplate.api.body_limit import BodyLimit
 from ragplate.api.errors import install_error_handlers
 from ragplate.api.routes import docs_search, health, search
 from ragplate.api.routes.docs_ui import install_docs_page
@@ -25,6 +26,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.runtime = Runtime(settings) if settings is not None else Runtime()
 
     install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=app.state.runtime.settings.api_max_body_bytes)
     app.include_router(health.router)
     app.include_router(docs_search.router)
     app.include_router(search.router)

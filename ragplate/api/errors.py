@@ -38,6 +38,15 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+def error_response(status: int, detail: Any) -> JSONResponse:
+    """The body of an HTTP-level error, named after its status (404 ``NotFound``)."""
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "HTTP Error"
+    return _body(phrase.title().replace(" ", "").replace("-", ""), detail, status)
+
+
 def _body(error: str, detail: Any, status: int) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": error, "detail": detail})
 
@@ -68,11 +77,6 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> JSONResponse:
-        try:
-            phrase = HTTPStatus(exc.status_code).phrase
-        except ValueError:
-            phrase = "HTTP Error"
-        name = phrase.title().replace(" ", "").replace("-", "")
-        response = _body(name, exc.detail, exc.status_code)
+        response = error_response(exc.status_code, exc.detail)
         response.headers.update(exc.headers or {})
         return response

@@ -227,6 +227,11 @@ class Settings(BaseSettings):
     )
     api_host: str = Field(default="127.0.0.1", description="Address the API binds to.")
     api_port: int = Field(default=8000, ge=1, le=65535, description="Port the API binds to.")
+    api_max_body_bytes: int = Field(
+        default=1_048_576, ge=1024,
+        description="Largest request body the API reads, in bytes; a larger one is refused "
+        "with 413 before it is read.",
+    )
     entities: list[Entity] = Field(
         default_factory=list,
         description="Extra embeddable entities as a JSON list of objects (name, table, "

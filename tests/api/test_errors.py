@@ -133,3 +133,40 @@ def test_the_openapi_page_loads_only_bundled_assets(client: TestClient) -> None:
         assert served.status_code == 200 and kind in served.headers["content-type"]
         assert len(served.content) > 10_000
     assert client.get("/redoc").status_code == 404
+
+
+@pytest.fixture(scope="module")
+def capped(settings: Settings, developer_index: DocumentStore) -> Iterator[TestClient]:
+    small = settings.model_copy(update={"api_max_body_bytes": 2048})
+    with TestClient(create_app(small)) as test_client:
+        yield test_client
+
+
+def test_a_body_over_the_cap_is_refused_before_it_is_read(capped: TestClient) -> None:
+    response = capped.post("/v1/docs/search", json={"query": "x", "pad": "y" * 5000})
+
+    assert response.status_code == 413
+    assert response.json()["error"] == "RequestEntityTooLarge"
+    assert "2048 bytes" in response.json()["detail"]
+
+
+def test_a_chunked_body_is_counted_as_it_arrives(capped: TestClient) -> None:
+    def chunks() -> Iterator[bytes]:
+        yield b'{"query": "x", "pad": "'
+        for _ in range(10):
+            yield b"y" * 500
+        yield b'"}'
+
+    response = capped.post("/v1/docs/search", content=chunks(),
+                           headers={"content-type": "application/json"})
+
+    assert "content-length" not in response.request.headers
+    assert response.status_code == 413
+    assert response.json()["error"] == "RequestEntityTooLarge"
+
+
+def test_a_body_under_the_cap_is_served(capped: TestClient) -> None:
+    response = capped.post("/v1/docs/search", json={"query": "health endpoint", "top_k": 1})
+
+    assert response.status_code == 200
+    assert len(response.json()["hits"]) == 1
