@@ -70,6 +70,7 @@ def index_rag_docs(
     weight = runtime.settings.docs_context_weight
     # The splitter's configuration and the vector recipe: a change re-embeds every source.
     salt = index.index_salt(splitter, weight)
+    recipe = index.vector_recipe(weight)
     # Called from a sync flow, Prefect's async_dispatch returns the UUID, not a coroutine.
     progress_id = cast(UUID, create_progress_artifact(0.0, key="index-rag-docs-progress",
                                                       description="chunks embedded and written"))
@@ -80,11 +81,11 @@ def index_rag_docs(
         corpus = wrappers.select_corpus(index_name, documents, runtime.policy)
         plan = index.plan_index(index_name, corpus, wrappers.stored_sources(store), model.key,
                                 full=full, prefixes=list(roots), other_prefixes=others,
-                                salt=salt)
+                                salt=salt, recipe=recipe)
         chunks = wrappers.split(plan.changed, splitter)
         batches = index.make_batches(plan.changed, chunks, model.key,
                                      batch_chunks=runtime.settings.index_batch_chunks, salt=salt,
-                                     recipe=index.vector_recipe(weight))
+                                     recipe=recipe)
         summary = index.IndexSummary(index_name, sources_read=len(corpus),
                                      unchanged=len(plan.unchanged),
                                      reembedded=len(plan.changed))
@@ -95,6 +96,7 @@ def index_rag_docs(
             progress.report(f"{index_name} index", summary.chunks_written, total)
             if progress_id is not None:
                 update_progress_artifact(progress_id, _percent(summary, total))
+        wrappers.record_sources(store, plan.unrecorded)
         wrappers.delete_sources(store, plan.deleted)
         summary.deleted = len(plan.deleted)
         summary.extra["chunks_in_index"] = wrappers.finalize_index(store)

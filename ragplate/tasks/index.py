@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -24,6 +24,9 @@ class IndexPlan:
     unchanged: list[str]
     deleted: list[str]
     full: bool
+    #: Unchanged sources stored before recipes were recorded, with the recipe filled in:
+    #: their fingerprint matched, and it includes the recipe, so it is the current one.
+    unrecorded: list[SourceRecord] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -119,9 +122,11 @@ def plan_index(
     prefixes: Sequence[str] = ("",),
     other_prefixes: Sequence[str] = (),
     salt: str = "",
+    recipe: str = VECTOR_RECIPE,
 ) -> IndexPlan:
     """Decide per source: a source whose content hash and model are unchanged is skipped,
-    a source no longer in its root is deleted; ``full`` re-embeds everything.
+    a source no longer in its root is deleted; ``full`` re-embeds everything. ``salt``
+    must name ``recipe`` (see :func:`index_salt`).
 
     ``prefixes`` are the roots read in this run; ``other_prefixes`` the configured roots
     not read now (see :func:`in_scope`).
@@ -130,7 +135,7 @@ def plan_index(
     gone = sorted(s for s in set(stored) - present if in_scope(s, prefixes, other_prefixes))
     if full:
         return IndexPlan(index, list(documents), [], gone, True)
-    changed, unchanged = [], []
+    changed, unchanged, unrecorded = [], [], []
     for document in documents:
         record = stored.get(document.source)
         if (
@@ -139,9 +144,11 @@ def plan_index(
             and record.model_key == model_key
         ):
             unchanged.append(document.source)
+            if not record.vector_recipe:
+                unrecorded.append(replace(record, vector_recipe=recipe))
         else:
             changed.append(document)
-    return IndexPlan(index, changed, unchanged, gone, False)
+    return IndexPlan(index, changed, unchanged, gone, False, unrecorded)
 
 
 def make_batches(
@@ -221,6 +228,13 @@ def write_batch(store: DocumentStore, batch: Batch, embedded: Sequence[EmbeddedC
     """Replace the batch's sources in one transaction; returns chunks written."""
     store.replace_sources(embedded, batch.sources)
     return len(embedded)
+
+
+def record_sources(store: DocumentStore, records: Sequence[SourceRecord]) -> int:
+    """Update the records of sources whose chunks stay as they are; returns records."""
+    if records:
+        store.add([], records)
+    return len(records)
 
 
 def delete_sources(store: DocumentStore, sources: Sequence[str]) -> int:

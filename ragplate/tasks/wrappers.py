@@ -93,6 +93,12 @@ def write_batch(
     return index.write_batch(store, batch, embedded)
 
 
+@_io_task("record-sources")
+def record_sources(store: DocumentStore, records: list[SourceRecord]) -> int:
+    """Record the vector recipe of unchanged sources stored before it was recorded."""
+    return index.record_sources(store, records)
+
+
 @_io_task("delete-sources")
 def delete_sources(store: DocumentStore, sources: list[str]) -> int:
     """Delete sources that disappeared from their roots."""

@@ -256,6 +256,25 @@ def test_changing_the_context_weight_re_embeds_every_source_once(
     assert {r.vector_recipe for r in store.sources().values()} == {"document-context=1.0"}
 
 
+def test_sources_stored_before_recipes_were_recorded_get_theirs_without_re_embedding(
+    first_run: dict[str, Any], corpus: Path, store: DocumentStore, engine: sa.Engine,
+) -> None:
+    run(corpus)
+    before = snapshot_vectors(engine, store)
+    with engine.begin() as conn:  # as migration 0005 leaves rows written before it
+        conn.execute(sa.text("UPDATE rag_sources SET vector_recipe = '' "
+                             "WHERE index_name = 'developer'"))
+    assert {r.vector_recipe for r in store.sources().values()} == {""}
+
+    summary = run(corpus)
+
+    assert summary["re-embedded"] == 0
+    assert {r.vector_recipe for r in store.sources().values()} == {"document-context=1.0"}
+    after = snapshot_vectors(engine, store)
+    assert [s for s, _ in after] == [s for s, _ in before]
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(after, before, strict=True))
+
+
 def snapshot_vectors(engine: sa.Engine, store: DocumentStore) -> list[tuple[str, np.ndarray]]:
     """Each source's stored vectors, in chunk order."""
     sql = sa.text("SELECT source, embedding::text AS e FROM rag_chunks WHERE index_name = "

@@ -62,6 +62,19 @@ def test_unchanged_plan_re_embeds_nothing() -> None:
     assert (plan.changed, plan.unchanged, plan.deleted) == ([], ["a.md", "b.md"], [])
 
 
+def test_unchanged_sources_without_a_recorded_recipe_get_the_current_one() -> None:
+    documents = [doc("old.md"), doc("known.md"), doc("edited.md", "h2")]
+    stored = {"old.md": record("old.md"),  # stored before recipes were recorded
+              "known.md": SourceRecord("known.md", "h1", MODEL, 1, "document-context=0.0"),
+              "edited.md": record("edited.md")}
+
+    plan = plan_index("developer", documents, stored, MODEL, full=False,
+                      recipe="document-context=0.0")
+
+    assert plan.unchanged == ["old.md", "known.md"]
+    assert plan.unrecorded == [SourceRecord("old.md", "h1", MODEL, 1, "document-context=0.0")]
+
+
 def test_full_plan_re_embeds_everything_and_still_deletes() -> None:
     documents = [doc("a.md"), doc("b.md", "h9")]
     stored = {s.source: s for s in [record("a.md"), record("b.md"), record("c.md")]}

@@ -292,6 +292,16 @@ class DocumentStoreContract:
         store.replace_sources([a], [SourceRecord("a", "h2", TINY.key, 1, "document-context=1.0")])
         assert store.sources()["a"] == SourceRecord("a", "h2", TINY.key, 1, "document-context=1.0")
 
+    def test_adding_records_alone_updates_them_and_keeps_the_chunks(
+        self, store: DocumentStore
+    ) -> None:
+        load(store, basic_items())
+        before = store.search(Q, top_k=10)
+        store.add([], [SourceRecord("a", "v1-a", TINY.key, 1, "document-context=1.0")])
+        assert store.sources()["a"].vector_recipe == "document-context=1.0"
+        assert store.sources()["b"] == SourceRecord("b", "v1-b", TINY.key, 1)
+        assert store.search(Q, top_k=10) == before
+
     def test_reset(self, store: DocumentStore) -> None:
         load(store, basic_items())
         store.reset()

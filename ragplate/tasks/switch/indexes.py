@@ -158,7 +158,8 @@ def write_rag_range(runtime: Runtime, profile: EmbeddingProfile, chunk: ChunkSpe
     # As index-docs: the next incremental run finds them unchanged.
     salt = indexing.index_salt(splitter, weight)
     plan = indexing.plan_index(chunk.scope, documents, stored, profile.key, full=False,
-                               prefixes=list(roots), salt=salt)
+                               prefixes=list(roots), salt=salt,
+                               recipe=indexing.vector_recipe(weight))
     pieces = split_documents(plan.changed, splitter)
     embedder = runtime.embedder(profile)
     written = 0
@@ -167,6 +168,7 @@ def write_rag_range(runtime: Runtime, profile: EmbeddingProfile, chunk: ChunkSpe
                                        recipe=indexing.vector_recipe(weight)):
         written += indexing.write_batch(store, batch,
                                         indexing.embed_batch(embedder, batch, weight))
+    indexing.record_sources(store, plan.unrecorded)
     indexing.delete_sources(store, plan.deleted)
     return written
 
