@@ -31,6 +31,8 @@ class Document:
     text: str
     metadata: dict[str, Any]
     content_hash: str
+    #: The prefix of the root it was read from (labels of that root start with it).
+    root: str = ""
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ rag_sources = sa.Table(
     ),
     # How the source's vectors were made (migration 0005); '' when not recorded.
     sa.Column("vector_recipe", sa.Text, nullable=False, server_default=""),
+    # The prefix of the root the source was read from (migration 0006); NULL: not recorded.
+    sa.Column("root_prefix", sa.Text, nullable=True),
 )
 
 #: Generated keyword-search vector of a documentation chunk (migration 0004): the words of

@@ -24,8 +24,8 @@ class IndexPlan:
     unchanged: list[str]
     deleted: list[str]
     full: bool
-    #: Unchanged sources stored before recipes were recorded, with the recipe filled in:
-    #: their fingerprint matched, and it includes the recipe, so it is the current one.
+    #: Unchanged sources stored before their recipe or root was recorded, with both filled
+    #: in: the fingerprint matched and includes the recipe, so it is the current one.
     unrecorded: list[SourceRecord] = field(default_factory=list)
 
 
@@ -96,13 +96,18 @@ def fingerprint(content_hash: str, salt: str = "") -> str:
     return hashlib.sha256(f"{content_hash}|{salt}".encode()).hexdigest()
 
 
-def in_scope(source: str, prefixes: Sequence[str], other_prefixes: Sequence[str]) -> bool:
+def in_scope(source: str, prefixes: Sequence[str], other_prefixes: Sequence[str],
+             root: str | None = None) -> bool:
     """Whether ``source`` belongs to one of the roots being read in this run.
 
-    A run over some roots must not delete what other roots indexed: only sources under
-    the prefixes read now can have "disappeared". An empty prefix (bare relative labels)
-    owns every label that no other configured root owns.
+    A run over some roots must not delete what other roots indexed: only sources of the
+    roots read now can have "disappeared". ``root`` is the root prefix the source was
+    recorded with. For sources stored before roots were recorded (``None``) the label
+    decides: an empty prefix (bare relative labels) owns every label that no other
+    configured root owns.
     """
+    if root is not None:
+        return root in prefixes
     for prefix in prefixes:
         if prefix == "":
             if not any(source.startswith(f"{other}/") for other in other_prefixes if other):
@@ -132,7 +137,8 @@ def plan_index(
     not read now (see :func:`in_scope`).
     """
     present = {d.source for d in documents}
-    gone = sorted(s for s in set(stored) - present if in_scope(s, prefixes, other_prefixes))
+    gone = sorted(s for s in set(stored) - present
+                  if in_scope(s, prefixes, other_prefixes, stored[s].root))
     if full:
         return IndexPlan(index, list(documents), [], gone, True)
     changed, unchanged, unrecorded = [], [], []
@@ -144,8 +150,8 @@ def plan_index(
             and record.model_key == model_key
         ):
             unchanged.append(document.source)
-            if not record.vector_recipe:
-                unrecorded.append(replace(record, vector_recipe=recipe))
+            if not record.vector_recipe or record.root is None:
+                unrecorded.append(replace(record, vector_recipe=recipe, root=document.root))
         else:
             changed.append(document)
     return IndexPlan(index, changed, unchanged, gone, False, unrecorded)
@@ -168,6 +174,7 @@ def make_batches(
     with no chunk (an empty file) still gets its record, so it is not re-read every run.
     """
     by_source: dict[str, list[Chunk]] = {d.source: [] for d in documents}
+    roots = {d.source: d.root for d in documents}
     for chunk in chunks:
         by_source[chunk.source].append(chunk)
     hashes = {d.source: fingerprint(d.content_hash, salt) for d in documents}
@@ -180,7 +187,7 @@ def make_batches(
             batches.append(Batch(current_sources, current_chunks))
             current_sources, current_chunks = [], []
         current_sources.append(
-            SourceRecord(source, hashes[source], model_key, len(own), recipe)
+            SourceRecord(source, hashes[source], model_key, len(own), recipe, roots[source])
         )
         current_chunks.extend(own)
     if current_sources:

@@ -75,6 +75,7 @@ def read_document(prefix: str, root: Path, path: Path) -> Document:
         text=text,
         metadata=metadata,
         content_hash=hashlib.sha256(data).hexdigest(),
+        root=prefix,
     )
 
 
@@ -107,7 +108,8 @@ def read_sources(roots: Mapping[str, Path]) -> list[Document]:
 def developer_corpus(documents: list[Document]) -> list[Document]:
     """Every document, with the developer defaults filled in."""
     return [
-        Document(d.source, d.text, apply_developer_defaults(d.source, d.metadata), d.content_hash)
+        Document(d.source, d.text, apply_developer_defaults(d.source, d.metadata), d.content_hash,
+                 d.root)
         for d in documents
     ]
 

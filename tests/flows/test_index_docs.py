@@ -275,6 +275,29 @@ def test_sources_stored_before_recipes_were_recorded_get_theirs_without_re_embed
     assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(after, before, strict=True))
 
 
+def test_a_root_with_an_empty_prefix_keeps_what_other_roots_indexed(
+    first_run: dict[str, Any], corpus: Path, store: DocumentStore,
+    tmp_path: Path,
+) -> None:
+    from ragplate.flows.index_docs import index_rag_docs
+
+    run(corpus)
+    ours = {s for s in store.sources() if s.startswith(f"{PREFIX}/")}
+    bare = write_corpus(tmp_path / "bare", {"gizmo.md": "# Gizmo\n\nA gizmo.\n"})
+    try:
+        (row,) = index_rag_docs(profile="developer", path=str(bare), prefix="", full=False)
+        assert (row["re-embedded"], row["deleted"]) == (1, 0)
+        assert set(store.sources()) == ours | {"gizmo.md"}
+        assert store.sources()["gizmo.md"].root == ""
+        # The bare root still owns its own sources: a file gone from it is deleted.
+        (bare / "gizmo.md").unlink()
+        (row,) = index_rag_docs(profile="developer", path=str(bare), prefix="", full=False)
+        assert row["deleted"] == 1
+        assert set(store.sources()) == ours
+    finally:
+        store.delete_sources(["gizmo.md"])
+
+
 def snapshot_vectors(engine: sa.Engine, store: DocumentStore) -> list[tuple[str, np.ndarray]]:
     """Each source's stored vectors, in chunk order."""
     sql = sa.text("SELECT source, embedding::text AS e FROM rag_chunks WHERE index_name = "

@@ -62,17 +62,44 @@ def test_unchanged_plan_re_embeds_nothing() -> None:
     assert (plan.changed, plan.unchanged, plan.deleted) == ([], ["a.md", "b.md"], [])
 
 
-def test_unchanged_sources_without_a_recorded_recipe_get_the_current_one() -> None:
-    documents = [doc("old.md"), doc("known.md"), doc("edited.md", "h2")]
-    stored = {"old.md": record("old.md"),  # stored before recipes were recorded
-              "known.md": SourceRecord("known.md", "h1", MODEL, 1, "document-context=0.0"),
+def test_unchanged_sources_without_a_recorded_recipe_or_root_get_them() -> None:
+    documents = [doc("old.md"), doc("rootless.md"), doc("known.md"), doc("edited.md", "h2")]
+    stored = {"old.md": record("old.md"),  # stored before recipes and roots were recorded
+              "rootless.md": SourceRecord("rootless.md", "h1", MODEL, 1, "document-context=0.0"),
+              "known.md": SourceRecord("known.md", "h1", MODEL, 1, "document-context=0.0", ""),
               "edited.md": record("edited.md")}
 
     plan = plan_index("developer", documents, stored, MODEL, full=False,
                       recipe="document-context=0.0")
 
-    assert plan.unchanged == ["old.md", "known.md"]
-    assert plan.unrecorded == [SourceRecord("old.md", "h1", MODEL, 1, "document-context=0.0")]
+    assert plan.unchanged == ["old.md", "rootless.md", "known.md"]
+    assert plan.unrecorded == [
+        SourceRecord("old.md", "h1", MODEL, 1, "document-context=0.0", ""),
+        SourceRecord("rootless.md", "h1", MODEL, 1, "document-context=0.0", ""),
+    ]
+
+
+def test_an_empty_prefix_deletes_only_what_it_indexed_itself() -> None:
+    # "qa/" and "odd/" sources came from other --path runs; "gone.md" from this root.
+    stored = {
+        "qa/a.md": SourceRecord("qa/a.md", "h1", MODEL, 1, VECTOR_RECIPE, "qa"),
+        "odd/b.md": SourceRecord("odd/b.md", "h1", MODEL, 1, VECTOR_RECIPE, "odd"),
+        "gone.md": SourceRecord("gone.md", "h1", MODEL, 1, VECTOR_RECIPE, ""),
+        "docs/old.md": SourceRecord("docs/old.md", "h1", MODEL, 1, VECTOR_RECIPE, ""),
+    }
+
+    plan = plan_index("developer", [doc("here.md")], stored, MODEL, full=False, prefixes=[""])
+
+    assert plan.deleted == ["docs/old.md", "gone.md"]
+
+
+def test_sources_without_a_recorded_root_fall_back_to_their_label() -> None:
+    stored = {s: record(s) for s in ("qa/a.md", "gone.md", "cfg/c.md")}
+
+    plan = plan_index("developer", [], stored, MODEL, full=False, prefixes=[""],
+                      other_prefixes=["cfg"])
+
+    assert plan.deleted == ["gone.md", "qa/a.md"]
 
 
 def test_full_plan_re_embeds_everything_and_still_deletes() -> None:
@@ -158,17 +185,20 @@ def test_batches_group_whole_sources_up_to_the_limit() -> None:
     batches = make_batches(documents, chunks, MODEL, batch_chunks=4)
 
     assert [[s.source for s in b.sources] for b in batches] == [["a.md", "b.md"], ["c.md"]]
-    assert batches[0].sources[0] == SourceRecord("a.md", "ha", MODEL, 2, VECTOR_RECIPE)
+    assert batches[0].sources[0] == SourceRecord("a.md", "ha", MODEL, 2, VECTOR_RECIPE, "")
     assert [len(b.chunks) for b in batches] == [4, 3]
 
 
-def test_every_record_carries_the_recipe_its_vectors_are_made_with() -> None:
-    documents = [doc("a.md", "ha"), doc("empty.md", "he")]
+def test_every_record_carries_its_recipe_and_root() -> None:
+    documents = [doc("a.md", "ha"), doc("empty.md", "he"),
+                 Document("qa/b.md", "text", {}, "hb", root="qa")]
 
-    batches = make_batches(documents, chunks_of("a.md", 2), MODEL, batch_chunks=10,
-                           recipe=vector_recipe(0))
+    batches = make_batches(documents, chunks_of("a.md", 2) + chunks_of("qa/b.md", 1), MODEL,
+                           batch_chunks=10, recipe=vector_recipe(0))
 
-    assert [s.vector_recipe for s in batches[0].sources] == ["document-context=0.0"] * 2
+    assert [s.vector_recipe for s in batches[0].sources] == ["document-context=0.0"] * 3
+    assert [(s.source, s.root) for s in batches[0].sources] == [
+        ("a.md", ""), ("empty.md", ""), ("qa/b.md", "qa")]
 
 
 def test_large_source_travels_alone() -> None:
@@ -187,9 +217,9 @@ def test_empty_source_still_gets_a_record() -> None:
     batches = make_batches(documents, chunks_of("full.md", 2), MODEL, batch_chunks=10)
 
     assert len(batches) == 1
-    assert SourceRecord("empty.md", "he", MODEL, 0, VECTOR_RECIPE) in batches[0].sources
+    assert SourceRecord("empty.md", "he", MODEL, 0, VECTOR_RECIPE, "") in batches[0].sources
     assert make_batches([doc("only-empty.md")], [], MODEL, batch_chunks=5)[0].sources == [
-        SourceRecord("only-empty.md", "h1", MODEL, 0, VECTOR_RECIPE)
+        SourceRecord("only-empty.md", "h1", MODEL, 0, VECTOR_RECIPE, "")
     ]
 
 

@@ -52,6 +52,9 @@ def test_read_root_labels_every_markdown_file_recursively(tmp_path: Path) -> Non
 
     assert labels == ["faq-x/a/b/c.md", "faq-x/a/z.md", "faq-x/b.md"]
     assert bare == ["a/b/c.md", "a/z.md", "b.md"]
+    # Each document knows its root, so a run deletes only what its own roots indexed.
+    assert {d.root for d in read_root("faq-x", tmp_path)} == {"faq-x"}
+    assert {d.root for d in developer_corpus(read_root("", tmp_path))} == {""}
 
 
 def test_front_matter_becomes_metadata_and_leaves_the_text(tmp_path: Path) -> None:

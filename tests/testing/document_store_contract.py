@@ -289,8 +289,11 @@ class DocumentStoreContract:
                            SourceRecord("b", "h", TINY.key, 1)])
         assert {s: r.vector_recipe for s, r in store.sources().items()} == {
             "a": "document-context=0.0", "b": ""}
-        store.replace_sources([a], [SourceRecord("a", "h2", TINY.key, 1, "document-context=1.0")])
-        assert store.sources()["a"] == SourceRecord("a", "h2", TINY.key, 1, "document-context=1.0")
+        store.replace_sources([a], [SourceRecord("a", "h2", TINY.key, 1, "document-context=1.0",
+                                                 "docs")])
+        assert store.sources()["a"] == SourceRecord("a", "h2", TINY.key, 1, "document-context=1.0",
+                                                    "docs")
+        assert store.sources()["b"].root is None
 
     def test_adding_records_alone_updates_them_and_keeps_the_chunks(
         self, store: DocumentStore

@@ -26,13 +26,15 @@ class SourceRecord:
     """What the store knows of one indexed source, for incremental indexing.
 
     ``vector_recipe`` names how the source's vectors were made (``document-context=1.0``);
-    empty for sources stored before it was recorded."""
+    empty for sources stored before it was recorded. ``root`` is the prefix of the root it
+    was read from; ``None`` for sources stored before it was recorded."""
 
     source: str
     content_hash: str
     model_key: str
     chunk_count: int
     vector_recipe: str = ""
+    root: str | None = None
 
 
 @dataclass(frozen=True)

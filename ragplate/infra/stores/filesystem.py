@@ -102,7 +102,7 @@ class FilesystemStore(TableReads):
             records = {
                 r["source"]: SourceRecord(
                     r["source"], r["content_hash"], r["model_key"], int(r["chunk_count"]),
-                    str(r.get("vector_recipe", "")),
+                    str(r.get("vector_recipe", "")), r.get("root"),
                 )
                 for r in doc["sources"]
             }
@@ -164,6 +164,7 @@ class FilesystemStore(TableReads):
                     "model_key": s.model_key,
                     "chunk_count": s.chunk_count,
                     "vector_recipe": s.vector_recipe,
+                    "root": s.root,
                 }
                 for s in table.records.values()
             ],

@@ -35,10 +35,11 @@ _COPY = (
 )
 _UPSERT_SOURCE = (
     "INSERT INTO rag_sources "
-    "(index_name, model_key, source, content_hash, chunk_count, vector_recipe) "
-    "VALUES (:i, :k, :s, :h, :n, :r) ON CONFLICT (index_name, model_key, source) "
+    "(index_name, model_key, source, content_hash, chunk_count, vector_recipe, root_prefix) "
+    "VALUES (:i, :k, :s, :h, :n, :r, :p) ON CONFLICT (index_name, model_key, source) "
     "DO UPDATE SET content_hash = excluded.content_hash, chunk_count = excluded.chunk_count, "
-    "vector_recipe = excluded.vector_recipe, indexed_at = now()"
+    "vector_recipe = excluded.vector_recipe, root_prefix = excluded.root_prefix, "
+    "indexed_at = now()"
 )
 _COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 # pgvector distance -> the ``similarity_score`` scale (higher is more similar).
@@ -216,7 +217,7 @@ class PgvectorStore:
             return
         key = {"i": self.index, "k": self.profile.key}
         rows = [{**key, "s": s.source, "h": s.content_hash, "n": s.chunk_count,
-                 "r": s.vector_recipe} for s in unique]
+                 "r": s.vector_recipe, "p": s.root} for s in unique]
         conn.execute(sa.text(_UPSERT_SOURCE), rows)
 
     def _delete(self, conn: sa.Connection, names: Sequence[str]) -> int:
@@ -246,7 +247,7 @@ class PgvectorStore:
 
     def sources(self) -> dict[str, SourceRecord]:
         """Every indexed source, by label."""
-        columns = "source, content_hash, model_key, chunk_count, vector_recipe"
+        columns = "source, content_hash, model_key, chunk_count, vector_recipe, root_prefix"
         with self._transaction() as conn:
             rows = conn.execute(sa.text(f"SELECT {columns} FROM rag_sources WHERE {self._scope}"))
             return {r.source: SourceRecord(*r) for r in rows}
