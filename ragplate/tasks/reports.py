@@ -47,15 +47,23 @@ def html_path(output: Path) -> Path:
 
 
 def check_output(output: Path | str, *, force: bool) -> Path:
-    """Refuse an output that exists (without ``force``) or whose directory is missing or
-    not writable; returns the path. Run it before the evaluation, so a long run does not
-    end in a refusal."""
+    """Refuse an output that is an HTML name, or that exists or whose HTML page exists
+    (without ``force``), or whose directory is missing or not writable; returns the path.
+    Run it before the evaluation, so a long run does not end in a refusal."""
     path = Path(output)
+    if path.suffix.lower() == ".html":
+        raise InvalidInputError(f"--output {path}: names the JSON report, and its HTML page "
+                                f"is written beside it with the suffix .html; give the "
+                                f"report another suffix (e.g. {path.with_suffix('.json')})")
     if path.is_dir():
         raise InvalidInputError(f"--output {path}: is a directory, not a report file")
     if path.exists() and not force:
         raise ReportExistsError(f"--output {path}: the report already exists (pass --force "
                                 "to overwrite it, or choose another path)")
+    page = html_path(path)
+    if page.exists() and not force:
+        raise ReportExistsError(f"--output {path}: its HTML page {page} already exists "
+                                "(pass --force to overwrite it, or choose another path)")
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise InvalidInputError(f"--output {path}: directory {directory} does not exist")
@@ -101,10 +109,14 @@ def write_report(output: Path | str, report: Mapping[str, Any], *, force: bool,
     when given, the HTML page beside it; returns the JSON path."""
     path = check_output(output, force=force)
     assert_no_content(report)
-    page = html_path(path)
-    if html is not None and page.exists() and not force and page != path:
-        raise ReportExistsError(f"{page}: the HTML page already exists (pass --force)")
-    write_atomic(path, render_json(report))
-    if html is not None:
-        write_atomic(page, html)
+    for target, text in ((path, render_json(report)), (html_path(path), html)):
+        if text is None:
+            continue
+        try:
+            write_atomic(target, text)
+        except OSError as exc:
+            # A full disk or a path the access check could not foresee (/proc, a
+            # read-only mount seen as writable by root): the caller's output, named.
+            raise InvalidInputError(
+                f"--output {path}: cannot write {target} ({exc.strerror or exc})") from exc
     return path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -166,13 +167,30 @@ def test_a_failed_write_leaves_the_old_report(tmp_path: Path,
     write_report(out, REPORT, force=False)
 
     def boom(*_: object) -> None:
-        raise OSError("disk full")
+        raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr("ragplate.tasks.reports.os.replace", boom)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(InvalidInputError,
+                       match=r"^--output .*r\.json: cannot write .*r\.json \(No space left"):
         write_report(out, {**REPORT, "case_count": 9}, force=True)
     assert json.loads(out.read_text()) == REPORT
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+
+
+def test_an_html_name_for_the_report_is_refused(tmp_path: Path) -> None:
+    # The page goes to <output with .html>: it would replace the JSON report.
+    with pytest.raises(InvalidInputError, match=r"names the JSON report.*e\.g\. .*r\.json"):
+        check_output(tmp_path / "r.html", force=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_page_is_refused_before_the_run(tmp_path: Path) -> None:
+    (tmp_path / "r.html").write_text("<p>kept</p>")
+
+    with pytest.raises(ReportExistsError, match=r"HTML page .*r\.html already exists"):
+        check_output(tmp_path / "r.json", force=False)
+    assert check_output(tmp_path / "r.json", force=True) == tmp_path / "r.json"
+    assert (tmp_path / "r.html").read_text() == "<p>kept</p>"
 
 
 @pytest.mark.parametrize("key", ["query", "text", "excerpt", "Content"])
