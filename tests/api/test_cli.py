@@ -173,6 +173,23 @@ def test_retrieve_user_index_with_access_options(
     assert not any(label.startswith("dev/") for label in labels)
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["retrieve", "   "], "QUESTION must contain a non-space character"),
+    (["retrieve", "backups", "--tenant", "acme", "--module", "core"],
+     "--tenant, --module: filters of the user index only (add --index user); the developer "
+     "index is searched unfiltered"),
+])
+def test_retrieve_refuses_what_it_would_ignore_before_starting_anything(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    home = tmp_path / "never-started"
+    result = ragplate(home, *args)
+
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"Error: {message}"
+    assert not (home / "pgdata").exists()
+
+
 @pytest.mark.integration
 def test_db_upgrade_prints_the_revision(runner: CliRunner) -> None:
     result = runner.invoke(app, ["db", "upgrade"])

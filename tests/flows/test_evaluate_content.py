@@ -229,6 +229,10 @@ def test_cli_tune_retrieval_refuses_overfitted_and_noisy_winners(
     assert report["winner"] is None and report["outcome"] == "within_noise"
     assert report["validation"]["status"] == "disabled"
     assert "NOT validated on held-out cases (validation disabled)" in noisy.output
+    # The block is printed unwrapped whatever the terminal width: pasted, every comment
+    # line keeps its "#".
+    assert ("# NOT validated on held-out cases (validation disabled): read the per-class "
+            "table before pasting.") in noisy.output.splitlines()
     assert "No winner (within_noise)" in noisy.output
     page = (tmp_path / "noisy.html").read_text(encoding="utf-8")
     assert page.count("<svg") == 2

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ragplate.api.cli.output import console, flow_progress, print_json
 from ragplate.catalog.documents import AccessContext
+from ragplate.catalog.errors import InvalidInputError
 
 
 class IndexProfile(StrEnum):
@@ -86,9 +87,17 @@ def retrieve(
 
     Example: ragplate retrieve "How does incremental indexing work?" --top-k 3 --json
     """
+    from ragplate.catalog.text import check_text
     from ragplate.infra.runtime import Runtime
     from ragplate.tasks.retrieve import retrieve_developer, retrieve_user
 
+    check_text(question, "QUESTION")  # before any service starts
+    given = [name for name, value in (("--tenant", tenant), ("--locale", locale),
+                                      ("--permission", permission), ("--module", module))
+             if value]
+    if index is IndexName.developer and given:
+        raise InvalidInputError(f"{', '.join(given)}: filters of the user index only (add "
+                                f"--index user); the developer index is searched unfiltered")
     runtime = Runtime()
     k = top_k if top_k is not None else runtime.settings.max_documents
     profile = runtime.active_profile()

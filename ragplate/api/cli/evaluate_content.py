@@ -160,7 +160,9 @@ def tune_retrieval(
                       highlight=False)
         console.print(f"Report: {output} (HTML: {output.with_suffix('.html')})",
                       highlight=False)
-        console.print(paste_block(report, output.name), markup=False, highlight=False)
+        # soft_wrap: a wrapped comment line would lose its "#" when pasted.
+        console.print(paste_block(report, output.name), markup=False, highlight=False,
+                      soft_wrap=True)
     _warn(report["reranked"]["reranker"])
 
 
