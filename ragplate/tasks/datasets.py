@@ -72,6 +72,25 @@ def refuse_private_inside(path: Path, project: Path = PROJECT_ROOT) -> None:
                            f"directory ({root}), so it cannot be committed", field="path")
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object naming one key twice (``json`` would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise DuplicateKeyError(f"key {key!r} appears twice in one object")
+        obj[key] = value
+    return obj
+
+
+def strict_json(text: str) -> Any:
+    """``json.loads`` refusing an object with a duplicate key (:class:`DuplicateKeyError`):
+    datasets have exact keys, and a second ``query`` would silently replace the first."""
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
 def _decode(path: Path) -> tuple[bytes, Any]:
     try:
         size = path.stat().st_size
@@ -83,7 +102,9 @@ def _decode(path: Path) -> tuple[bytes, Any]:
     if len(raw) > MAX_FILE_BYTES:  # the file grew between stat and read
         raise DatasetError(f"{path}: above the cap of {MAX_FILE_BYTES} bytes")
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = strict_json(raw.decode("utf-8"))
+    except DuplicateKeyError as exc:
+        raise DatasetError(f"{path}: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{path}: not UTF-8 (byte {exc.start})") from exc
     except RecursionError as exc:

@@ -20,7 +20,6 @@ suite; a report is checked against the suite of its kind.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +30,7 @@ from ragplate.catalog.datasets import (
     DocumentationDataset,
 )
 from ragplate.catalog.errors import InvalidInputError
+from ragplate.tasks.datasets import strict_json
 from ragplate.tasks.expectations import Validation, naming
 
 #: What shows a dataset's kind: keys at the top level, keys inside the cases.
@@ -109,9 +109,15 @@ def check_file(path: Path, kind: DatasetKind | None = None) -> FileCheck:
     :class:`~ragplate.catalog.datasets.DatasetError` or an
     :class:`~ragplate.tasks.expectations.ExpectationsFailed`) otherwise."""
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InvalidInputError(f"{path}: cannot be read as JSON ({exc})") from exc
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    except ValueError as exc:
+        raise InvalidInputError(f"{path}: not UTF-8 ({exc})") from exc
+    try:
+        data: Any = strict_json(text)
+    except ValueError as exc:
+        raise InvalidInputError(f"{path}: not valid JSON ({exc})") from exc
     is_dataset = isinstance(data, dict) and "cases" in data
     is_report = isinstance(data, dict) and ("metrics" in data or "candidates" in data)
     if not (is_dataset or is_report):

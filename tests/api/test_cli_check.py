@@ -137,6 +137,24 @@ def test_a_dataset_of_no_known_kind_is_refused(runner: CliRunner, tmp_path: Path
     assert str(result.exception).startswith(f"{not_json}: neither a dataset")
 
 
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "cannot be read (No such file or directory)"),
+    (b"{", "not valid JSON (Expecting property name"),
+    (b'{"cases": [], "cases": []}', "not valid JSON (key 'cases' appears twice"),
+    (b"\xff{}", "not UTF-8"),
+])
+def test_an_unreadable_file_says_why(runner: CliRunner, tmp_path: Path,
+                                     content: bytes | None, message: str) -> None:
+    path = tmp_path / "file.json"
+    if content is not None:
+        path.write_bytes(content)
+
+    result = runner.invoke(app, ["evaluate", "check", str(path)])
+
+    assert isinstance(result.exception, InvalidInputError)
+    assert str(result.exception).startswith(f"{path}: {message}")
+
+
 def test_unknown_kind_is_a_usage_error(runner: CliRunner) -> None:
     result = runner.invoke(app, ["evaluate", "check", str(CONTENT), "--kind", "cms"])
     assert result.exit_code == 2

@@ -152,6 +152,16 @@ def test_duplicate_case_ids_are_refused(tmp_path: Path) -> None:
         read_dataset(write(tmp_path, dataset(case(), case())), DocumentationDataset)
 
 
+def test_a_key_given_twice_in_one_object_is_refused(tmp_path: Path) -> None:
+    text = json.dumps(dataset()).replace('"query": "how do I export?"',
+                                         '"query": "how do I export?", "query": "other"')
+    path = tmp_path / "dup.json"
+    path.write_text(text, encoding="utf-8")
+
+    with pytest.raises(DatasetError, match=r"dup\.json: key 'query' appears twice"):
+        read_dataset(path, DocumentationDataset)
+
+
 def test_caps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     many = dataset(*[case(id=f"c-{i}") for i in range(MAX_CASES + 1)])
     with pytest.raises(DatasetError, match="1001 cases, above the cap of 1000"):
