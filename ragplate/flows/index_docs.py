@@ -24,18 +24,26 @@ from ragplate.tasks.split import make_splitter
 IndexProfile = Literal["developer", "user", "all"]
 
 
-def resolve_roots(runtime: Runtime, path: str | None, prefix: str | None) -> dict[str, Path]:
-    """An explicit ``--path`` (with its prefix, default the directory name) or the
-    configured roots plus ``RAGPLATE_DOCS_PATH``."""
+def explicit_root(path: str | None, prefix: str | None) -> dict[str, Path] | None:
+    """The root of ``--path`` (with its prefix, default the directory name), ``None``
+    without one; refuses a missing directory or ``--prefix`` alone. Needs no service, so
+    the command line checks it before starting any."""
     if path is None:
         if prefix is not None:
             raise InvalidInputError("--prefix needs --path")
-        return runtime.settings.all_roots()
+        return None
     root = Path(path).expanduser()
     if not root.is_dir():
         raise InvalidInputError(f"--path {path}: not a directory")
     label_prefix = root.resolve().name if prefix is None else prefix.strip("/")
     return {label_prefix: root}
+
+
+def resolve_roots(runtime: Runtime, path: str | None, prefix: str | None) -> dict[str, Path]:
+    """An explicit ``--path`` (:func:`explicit_root`) or the configured roots plus
+    ``RAGPLATE_DOCS_PATH``."""
+    explicit = explicit_root(path, prefix)
+    return runtime.settings.all_roots() if explicit is None else explicit
 
 
 def indexes_for(profile: str) -> tuple[str, ...]:

@@ -175,11 +175,13 @@ def test_retrieve_user_index_with_access_options(
 
 @pytest.mark.parametrize(("args", "message"), [
     (["retrieve", "   "], "QUESTION must contain a non-space character"),
+    (["index-docs", "--path", "/nonexistent/docs"], "--path /nonexistent/docs: not a directory"),
+    (["index-docs", "--prefix", "docs"], "--prefix needs --path"),
     (["retrieve", "backups", "--tenant", "acme", "--module", "core"],
      "--tenant, --module: filters of the user index only (add --index user); the developer "
      "index is searched unfiltered"),
 ])
-def test_retrieve_refuses_what_it_would_ignore_before_starting_anything(
+def test_bad_options_are_refused_before_starting_anything(
     tmp_path: Path, args: list[str], message: str
 ) -> None:
     home = tmp_path / "never-started"

@@ -174,6 +174,16 @@ def test_cli_refuses_before_starting_anything(tmp_path: Path) -> None:
     margin = _cli("tune-retrieval", "--dataset", DATASET, "--output",
                   str(tmp_path / "t.json"), "--noise-margin", "2")
     assert margin.returncode == 2 and "--noise-margin" in margin.stderr
+    # A wrong dataset or source is refused in one line, without a flow run.
+    for args, message in (
+        (["--dataset", str(tmp_path / "none.json")], "none.json: cannot be read"),
+        (["--dataset", DATASET, "--source", "cms.bogus"], "unknown entity 'cms.bogus'"),
+    ):
+        wrong = _cli("evaluate", "application-content", *args, "--output",
+                     str(tmp_path / "w.json"))
+        assert wrong.returncode == 2, wrong.stderr
+        assert wrong.stderr.startswith("Error: ") and message in wrong.stderr, wrong.stderr
+        assert "Traceback" not in wrong.stderr and "flow run" not in wrong.stderr
 
 
 @pytest.fixture

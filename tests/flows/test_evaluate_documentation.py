@@ -4,6 +4,7 @@ baselines, the run and its artifacts are on the Prefect server, refusals come fi
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,33 @@ def test_a_dataset_failing_its_suite_is_named_and_nothing_is_written(
     assert not output.exists() and not output.with_suffix(".html").exists()
 
 
+@pytest.mark.integration
+def test_an_error_inside_the_flow_is_one_line_on_the_console(
+    prefect_api_url: str, ragplate_home: Path, tmp_path: Path
+) -> None:
+    data = json.loads((DATASETS / "documentation-user-fixture.json").read_text())
+    data["cases"] = [case for case in data["cases"] if not case["expected_source_labels"]]
+    dataset = tmp_path / "refusals-only.json"
+    dataset.write_text(json.dumps(data), encoding="utf-8")
+    port = prefect_api_url.rsplit(":", 1)[1].split("/", 1)[0]
+    environ = {k: v for k, v in os.environ.items()
+               if not k.startswith("RAGPLATE_") and k != "PREFECT_API_URL"}
+    environ.update(RAGPLATE_HOME=str(ragplate_home), RAGPLATE_PREFECT_PORT=port)
+
+    result = subprocess.run(
+        [sys.executable, "-m", "ragplate", "evaluate", "documentation", "--index", "user",
+         "--dataset", str(dataset), "--output", str(tmp_path / "r.json"),
+         "--mode", "deterministic"],
+        capture_output=True, text=True, timeout=300, check=False, env=environ)
+
+    assert result.returncode == 2, result.stderr
+    # The suite fails inside the flow run: its log line says so, without a traceback,
+    # and the command ends on the error itself.
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        f"Error: {dataset}: expectation suite 'documentation_dataset' failed")
+
+
 def test_cli_refuses_before_starting_anything(tmp_path: Path) -> None:
     existing = tmp_path / "r.json"
     existing.write_text("{}", encoding="utf-8")
@@ -98,6 +126,19 @@ def test_cli_refuses_before_starting_anything(tmp_path: Path) -> None:
          "--dataset", "d.json", "--output", str(tmp_path / "no" / "r.json")],
         capture_output=True, text=True, timeout=120, check=False)
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+    # The dataset, and the index it was written for, are checked before any flow runs.
+    for dataset, index, message in (
+        (str(tmp_path / "none.json"), "user", "none.json: cannot be read"),
+        (str(DATASETS / "documentation-user-fixture.json"), "developer",
+         "--index developer: the dataset's index_profile is 'user'"),
+    ):
+        wrong = subprocess.run(
+            [sys.executable, "-m", "ragplate", "evaluate", "documentation", "--index", index,
+             "--dataset", dataset, "--output", str(tmp_path / "w.json")],
+            capture_output=True, text=True, timeout=120, check=False)
+        assert wrong.returncode == 2, wrong.stderr
+        assert wrong.stderr.startswith("Error: ") and message in wrong.stderr, wrong.stderr
+        assert "Traceback" not in wrong.stderr and "flow run" not in wrong.stderr
 
 
 def test_cli_check_validates_datasets_and_reports(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragplate.api.cli.output import console, flow_progress, print_json
+from ragplate.api.cli.output import console, flow_progress, print_json, quiet_expected_errors
 from ragplate.catalog.documents import AccessContext
 from ragplate.catalog.errors import InvalidInputError
 
@@ -46,13 +46,16 @@ def index_docs(
 
     Example: ragplate index-docs --path ../shared/corpora/laraplate --prefix '' --full
     """
+    from ragplate.flows.index_docs import explicit_root
     from ragplate.infra.prefect_server import prefect_api
     from ragplate.infra.runtime import Runtime
 
+    explicit_root(str(path) if path is not None else None, prefix)  # before any service
     runtime = Runtime()
     runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
     with prefect_api(runtime.settings):
         from ragplate.flows.index_docs import index_rag_docs
+        quiet_expected_errors()
 
         with flow_progress(json_output):
             rows = index_rag_docs(profile=profile.value,

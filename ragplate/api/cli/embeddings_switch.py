@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from ragplate.api.cli.output import console, flow_progress, print_json
+from ragplate.api.cli.output import console, flow_progress, print_json, quiet_expected_errors
 from ragplate.catalog.switch import Action, SwitchRefusedError
 
 if TYPE_CHECKING:
@@ -91,6 +91,7 @@ def switch_command(
     action = _check(runtime, profile, resume, abandon, yes, force_activate, json_output)
     with prefect_api(runtime.settings):
         from ragplate.flows.embeddings_switch import embeddings_switch
+        quiet_expected_errors()
 
         with flow_progress(json_output):
             summary = embeddings_switch(action=action, profile=profile,

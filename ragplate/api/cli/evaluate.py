@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ragplate.api.cli.output import console, print_json
+from ragplate.api.cli.output import console, print_json, quiet_expected_errors
 from ragplate.catalog.errors import InvalidInputError
 
 app = typer.Typer(help="Evaluate retrieval against graded datasets; reports as JSON + HTML.",
@@ -59,6 +59,11 @@ def documentation(
     check_output(output, force=force)  # refuse before starting any service
     if corpus is not None and mode is not Mode.deterministic:
         raise InvalidInputError("--corpus is only for --mode deterministic")
+    from ragplate.catalog.datasets import DocumentationDataset
+    from ragplate.tasks.datasets import read_dataset
+    from ragplate.tasks.evaluate_docs import check_index
+
+    check_index(read_dataset(dataset, DocumentationDataset).data, index.value)
     from ragplate.infra.prefect_server import prefect_api
     from ragplate.infra.runtime import Runtime
 
@@ -67,6 +72,7 @@ def documentation(
         runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
     with prefect_api(runtime.settings):
         from ragplate.flows.evaluate_documentation import evaluate_documentation
+        quiet_expected_errors()
 
         report = evaluate_documentation(
             index=index.value, dataset=str(dataset), output=str(output), force=force,

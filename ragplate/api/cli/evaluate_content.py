@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ragplate.api.cli.output import console, print_json
+from ragplate.api.cli.output import console, print_json, quiet_expected_errors
 
 Source = Annotated[str, typer.Option(help="The entity searched (module.entity).")]
 Dataset = Annotated[Path, typer.Option(help="Application-content dataset (JSON).")]
@@ -32,9 +32,16 @@ class SearchMode(StrEnum):
 def _run(output: Path, force: bool, flow_name: str, **parameters: Any) -> dict[str, Any]:
     """Refuse the output before any service starts, then run the flow against the Prefect
     server of the runtime (started if needed)."""
+    from ragplate.catalog.datasets import ApplicationContentDataset
+    from ragplate.tasks.content_eval import check_dataset
+    from ragplate.tasks.datasets import read_dataset
     from ragplate.tasks.reports import check_output
 
     check_output(output, force=force)
+    # The dataset and --source too: a mistake there must not start services or leave a
+    # failed flow run behind.
+    check_dataset(read_dataset(parameters["dataset"], ApplicationContentDataset).data,
+                  parameters["source"])
     from ragplate.flows import evaluate_content
     from ragplate.infra.prefect_server import prefect_api
     from ragplate.infra.runtime import Runtime
@@ -42,6 +49,7 @@ def _run(output: Path, force: bool, flow_name: str, **parameters: Any) -> dict[s
     runtime = Runtime()
     runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
     with prefect_api(runtime.settings):
+        quiet_expected_errors()
         report: dict[str, Any] = getattr(evaluate_content, flow_name)(
             output=str(output), force=force, **parameters)
     return report

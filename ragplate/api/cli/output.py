@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -16,6 +17,8 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+
+from ragplate.catalog.errors import RagplateError
 
 console = Console()
 
@@ -46,3 +49,26 @@ def flow_progress(json_output: bool) -> Iterator[None]:
 
     with bar, progress.listening(on_progress):
         yield
+
+
+class _NoTracebackForExpectedErrors(logging.Filter):
+    """Drops the traceback of a ragplate error from a console log record (the message
+    line stays): the command prints the error itself, as one line, and exits with its
+    code. Records reach the console after the Prefect API handler stored them whole, so
+    the flow run's logs in the UI keep the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, RagplateError):
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def quiet_expected_errors() -> None:
+    """Attach :class:`_NoTracebackForExpectedErrors` to the console handlers Prefect
+    configured on the root logger (call once Prefect is imported; idempotent)."""
+    import prefect.main  # noqa: F401 - configures Prefect's logging
+
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _NoTracebackForExpectedErrors) for f in handler.filters):
+            handler.addFilter(_NoTracebackForExpectedErrors())
