@@ -62,7 +62,7 @@ def _record(source: str, dataset: str, output: str, force: bool, setup: steps.Se
     path = steps.check_output(output, force)
     loaded = steps.load_dataset(dataset, source)
     steps.validate_dataset(loaded)
-    content = steps.prepare_search(setup)
+    content = steps.prepare_search(setup, source)
     recorded = steps.record_rankings(loaded.data, content)
     return path, loaded, content, recorded, steps.measure_context(loaded, content)
 
@@ -92,7 +92,7 @@ def evaluate_application_content(source: str, dataset: str, output: str, force: 
     path = steps.check_output(output, force)
     loaded = steps.load_dataset(dataset, source)
     steps.validate_dataset(loaded)
-    content = steps.prepare_search(setup)
+    content = steps.prepare_search(setup, source)
     outcomes, served = steps.run_cases(loaded.data, content, mode)
     report = content_eval.build_report(loaded, outcomes, served, content, mode)
     steps.validate_report(report, "application_content", path)

@@ -32,6 +32,7 @@ from ragplate.catalog.datasets import (
     DatasetError,
 )
 from ragplate.catalog.entities import get_entity
+from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.settings import Settings
 from ragplate.infra.embedders.base import Embedder
@@ -201,6 +202,14 @@ def corpus_context(setup: ContentSetup, source: str) -> dict[str, int]:
         size = int(conn.execute(sa.text(query.sql), query.params).scalar_one())
         vectors = count_vectors(conn, model_key=setup.serving.key, entity=source)
     return {"size": size, "vectors": vectors}
+
+
+def require_texts(setup: ContentSetup, source: str) -> None:
+    """Refuse to evaluate ``source`` when it holds no searchable text: every case would
+    score 0 (and expected-empty cases 1), a report of nothing rather than a figure."""
+    if corpus_context(setup, source)["size"] == 0:
+        raise InvalidInputError(f"--source {source}: no published record to search; load or "
+                                f"publish records before evaluating")
 
 
 def context(loaded: LoadedDataset[ApplicationContentDataset], setup: ContentSetup,

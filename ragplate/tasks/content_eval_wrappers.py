@@ -45,12 +45,15 @@ def validate_dataset(loaded: LoadedDataset[ApplicationContentDataset],
 
 
 @task(name="prepare-search", cache_policy=NO_CACHE)
-def prepare_search(setup: Setup) -> content_eval.ContentSetup:
+def prepare_search(setup: Setup, source: str) -> content_eval.ContentSetup:
     """Live: the configured database, serving profile and reranker. Deterministic: the
-    seeded fixture corpus searched with the fixture profile (and the configured reranker)."""
+    seeded fixture corpus searched with the fixture profile (and the configured reranker).
+    Either way ``source`` must hold records to search."""
     runtime = Runtime()
     if setup == "live":
-        return content_eval.live_setup(runtime)
+        prepared = content_eval.live_setup(runtime)
+        content_eval.require_texts(prepared, source)
+        return prepared
     from ragplate.tasks.search_strategy import configured_reranker
 
     return content_eval.fixture_setup(runtime.engine, runtime.settings,

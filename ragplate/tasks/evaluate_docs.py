@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ragplate.catalog.datasets import DatasetError, DocumentationCase, DocumentationDataset
 from ragplate.catalog.documents import AccessContext, AudiencePolicy
+from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.settings import PROJECT_ROOT, DocsRetrieval
 from ragplate.infra.embedders.base import Embedder
@@ -217,6 +218,11 @@ def live_setup(
     """The configured store of the active profile, its embedder, the configured policy
     and similarity floor: what ``ragplate retrieve`` searches."""
     profile = runtime.active_profile()
-    return RetrievalSetup(index, "live", runtime.store(index, profile),
-                          runtime.embedder(profile), runtime.policy, strategy,
-                          runtime.settings.min_similarity)
+    store = runtime.store(index, profile)
+    if store.count() == 0:
+        # Every case would score 0: a report of an unbuilt index is a mistake, not a figure.
+        raise InvalidInputError(
+            f"--index {index}: the index holds no chunks of the serving profile "
+            f"{profile.key}; build it with `ragplate index-docs --profile {index}` first")
+    return RetrievalSetup(index, "live", store, runtime.embedder(profile), runtime.policy,
+                          strategy, runtime.settings.min_similarity)

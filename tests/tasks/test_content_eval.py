@@ -15,7 +15,8 @@ import pytest
 import sqlalchemy as sa
 
 from ragplate.catalog.datasets import ApplicationContentDataset, DatasetError
-from ragplate.catalog.errors import UnknownEntityError
+from ragplate.catalog.entities import Entity
+from ragplate.catalog.errors import InvalidInputError, UnknownEntityError
 from ragplate.catalog.search_tuning import PROFILE
 from ragplate.catalog.settings import PROJECT_ROOT, ServerSettings, Settings
 from ragplate.tasks import content_eval, strategy_eval, tune_report
@@ -203,3 +204,30 @@ def test_adaptive_tuning_serves_the_profile_fusion(
     assert [h.id for h in plain.hits] == plain.per_strategy["hybrid"][:case.limit]
     expected = tuned_fusion(case.query, tuned.per_strategy, tuned.per_strategy_scores)
     assert [h.id for h in tuned.hits] == [i for i, _ in expected][:case.limit]
+
+
+#: A declared entity whose tables exist but hold nothing yet.
+EMPTY_ENTITY = {"name": "sao.tickets", "table": "eval_empty_tickets", "key_type": "text",
+                "tenant_column": None, "searchable_statuses": ["open"],
+                "translations": {"table": "eval_empty_ticket_texts", "key_column": "ticket_id",
+                                 "text_fields": ["subject", "description"]}}
+
+
+def test_a_source_without_searchable_records_is_refused(
+    seeded: sa.Engine, settings: Settings
+) -> None:
+    with seeded.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE eval_empty_tickets (id text PRIMARY KEY, "
+                             "status text NOT NULL)"))
+        conn.execute(sa.text("CREATE TABLE eval_empty_ticket_texts (ticket_id text, "
+                             "locale text, subject text, description text)"))
+    try:
+        declared = settings.model_copy(update={"entities": [Entity(**EMPTY_ENTITY)]})
+        with_tickets = content_eval.fixture_setup(seeded, declared)
+        with pytest.raises(InvalidInputError,
+                           match=r"^--source sao\.tickets: no published record to search"):
+            content_eval.require_texts(with_tickets, "sao.tickets")
+        content_eval.require_texts(with_tickets, "cms.contents")  # the seeded fixture
+    finally:
+        with seeded.begin() as conn:
+            conn.execute(sa.text("DROP TABLE eval_empty_ticket_texts, eval_empty_tickets"))

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ragplate.catalog.datasets import DatasetError, DocumentationCase, DocumentationDataset
+from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.settings import PROJECT_ROOT
 from ragplate.infra.stores.base import SourceRecord
 from ragplate.tasks import evaluate_docs
@@ -121,3 +122,22 @@ def test_the_report_names_each_recipe_of_the_measured_vectors_once() -> None:
         [record("a", "document-context=1.0"), record("b", "document-context=0.0"),
          record("c", "")]
     ) == ["document-context=0.0", "document-context=1.0", "unrecorded"]
+
+
+@pytest.mark.integration
+def test_a_live_evaluation_of_an_unbuilt_index_is_refused(settings: Any) -> None:
+    from ragplate.infra.runtime import Runtime
+    from ragplate.infra.stores.pgvector import PgvectorStore
+
+    class NeverBuilt(Runtime):
+        """The configured database, with an index nobody has built."""
+
+        def store(self, index: str, profile: Any = None) -> Any:
+            store = PgvectorStore("never-built", profile or self.active_profile(), self.engine)
+            store.reset()
+            return store
+
+    with pytest.raises(InvalidInputError, match=r"^--index developer: the index holds no "
+                                                r"chunks .*ragplate index-docs --profile "
+                                                r"developer"):
+        evaluate_docs.live_setup(NeverBuilt(settings), "developer", strategy="vector")
