@@ -40,6 +40,7 @@ def evaluate_documentation(
     loaded = steps.load_documentation_dataset(dataset, index)
     steps.validate_dataset(loaded)
     setup = steps.prepare_retrieval(index, mode, chosen, corpus)
+    steps.warn_absent_labels(loaded.data, setup)
     outcomes = steps.run_cases(loaded.data, setup)
     report = evaluate_docs.build_report(loaded, outcomes, setup)
     steps.validate_report(report, path)

@@ -183,6 +183,18 @@ def vector_recipes(records: Iterable[SourceRecord]) -> list[str]:
     return sorted({r.vector_recipe or "unrecorded" for r in records})
 
 
+def absent_labels(dataset: DocumentationDataset, setup: RetrievalSetup) -> list[str]:
+    """The expected source labels no source of the index carries (developer index, where
+    labels are sources; the user index cites section labels, not checked): cases citing
+    them can only score through their other labels, a cap worth knowing before reading
+    the figures."""
+    if setup.index != "developer":
+        return []
+    stored = set(setup.store.sources())
+    expected = {label for case in dataset.cases for label in case.expected_source_labels}
+    return sorted(expected - stored)
+
+
 def report_title(report: dict[str, Any]) -> str:
     """The title of a report's HTML page and artifacts."""
     retrieval = report["retrieval"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from ragplate.catalog.datasets import DocumentationDataset
@@ -49,6 +49,20 @@ def prepare_retrieval(index: Literal["developer", "user"], mode: evaluate_docs.M
         return evaluate_docs.live_setup(Runtime(), index, strategy=strategy)
     root = Path(corpus) if corpus else evaluate_docs.FIXTURE_CORPUS
     return evaluate_docs.fixture_setup(index, strategy=strategy, corpus=root)
+
+
+@task(name="check-expected-labels", cache_policy=NO_CACHE)
+def warn_absent_labels(dataset: DocumentationDataset,
+                       setup: evaluate_docs.RetrievalSetup) -> list[str]:
+    """Warn (in the run's logs and on the console) about expected labels the index does
+    not hold; returns them."""
+    absent = evaluate_docs.absent_labels(dataset, setup)
+    if absent:
+        shown = ", ".join(absent[:10]) + (" …" if len(absent) > 10 else "")
+        get_run_logger().warning(
+            "%d expected source label(s) of the dataset are not in the %s index, so their "
+            "cases can only score through other labels: %s", len(absent), setup.index, shown)
+    return absent
 
 
 @task(name="run-cases", cache_policy=NO_CACHE)

@@ -141,3 +141,19 @@ def test_a_live_evaluation_of_an_unbuilt_index_is_refused(settings: Any) -> None
                                                 r"chunks .*ragplate index-docs --profile "
                                                 r"developer"):
         evaluate_docs.live_setup(NeverBuilt(settings), "developer", strategy="vector")
+
+
+def test_expected_labels_the_index_lacks_are_named() -> None:
+    loaded = read_dataset(DATASETS / "documentation-developer-fixture.json",
+                          DocumentationDataset)
+    setup = evaluate_docs.fixture_setup("developer", strategy="vector")
+    assert evaluate_docs.absent_labels(loaded.data, setup) == []
+
+    first = loaded.data.cases[0]
+    stale = first.model_copy(update={"expected_source_labels": [
+        *first.expected_source_labels, "faq-fixture-ops/RETIRED.md"]})
+    changed = loaded.data.model_copy(update={"cases": [stale, *loaded.data.cases[1:]]})
+    assert evaluate_docs.absent_labels(changed, setup) == ["faq-fixture-ops/RETIRED.md"]
+
+    user = evaluate_docs.fixture_setup("user", strategy="vector")
+    assert evaluate_docs.absent_labels(changed, user) == []  # section labels: not checked
