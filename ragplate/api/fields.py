@@ -15,24 +15,20 @@ from pydantic import AfterValidator, BaseModel, ConfigDict
 from ragplate.catalog.text import text_problem
 
 
-def _search_text(value: str) -> str:
-    problem = text_problem(value)
-    if problem:
-        raise ValueError(problem)
-    return value
+def _usable(*, blank_ok: bool) -> AfterValidator:
+    def check(value: str) -> str:
+        problem = text_problem(value, blank_ok=blank_ok)
+        if problem:
+            raise ValueError(problem)
+        return value
 
-
-def _tenant_text(value: str) -> str:
-    problem = text_problem(value, blank_ok=True)
-    if problem:
-        raise ValueError(problem)
-    return value
+    return AfterValidator(check)
 
 
 #: A query: not blank, no NUL character.
-SearchText = Annotated[str, AfterValidator(_search_text)]
+SearchText = Annotated[str, _usable(blank_ok=False)]
 #: A tenant id: no NUL character.
-TenantText = Annotated[str, AfterValidator(_tenant_text)]
+TenantText = Annotated[str, _usable(blank_ok=True)]
 
 
 class StrictRequest(BaseModel):

@@ -7,6 +7,7 @@ import json
 import logging
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -108,8 +109,7 @@ def read_sources(roots: Mapping[str, Path]) -> list[Document]:
 def developer_corpus(documents: list[Document]) -> list[Document]:
     """Every document, with the developer defaults filled in."""
     return [
-        Document(d.source, d.text, apply_developer_defaults(d.source, d.metadata), d.content_hash,
-                 d.root)
+        replace(d, metadata=apply_developer_defaults(d.source, d.metadata))
         for d in documents
     ]
 

@@ -95,7 +95,8 @@ def write_batch(
 
 @_io_task("record-sources")
 def record_sources(store: DocumentStore, records: list[SourceRecord]) -> int:
-    """Record the vector recipe of unchanged sources stored before it was recorded."""
+    """Record the vector recipe and root of unchanged sources stored before they were
+    recorded (their chunks stay)."""
     return index.record_sources(store, records)
 
 

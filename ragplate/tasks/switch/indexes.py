@@ -157,15 +157,15 @@ def write_rag_range(runtime: Runtime, profile: EmbeddingProfile, chunk: ChunkSpe
     weight = runtime.settings.docs_context_weight
     # As index-docs: the next incremental run finds them unchanged.
     salt = indexing.index_salt(splitter, weight)
+    recipe = indexing.vector_recipe(weight)
     plan = indexing.plan_index(chunk.scope, documents, stored, profile.key, full=False,
-                               prefixes=list(roots), salt=salt,
-                               recipe=indexing.vector_recipe(weight))
+                               prefixes=list(roots), salt=salt, recipe=recipe)
     pieces = split_documents(plan.changed, splitter)
     embedder = runtime.embedder(profile)
     written = 0
     for batch in indexing.make_batches(plan.changed, pieces, profile.key, salt=salt,
                                        batch_chunks=runtime.settings.index_batch_chunks,
-                                       recipe=indexing.vector_recipe(weight)):
+                                       recipe=recipe):
         written += indexing.write_batch(store, batch,
                                         indexing.embed_batch(embedder, batch, weight))
     indexing.record_sources(store, plan.unrecorded)
