@@ -65,6 +65,11 @@ class SourceError(InvalidInputError):
         return (self.__class__, (self.source, self.reason))
 
 
+class EmptyRootError(InvalidInputError):
+    """A documentation root read no Markdown file while the index holds sources of it:
+    usually a missing checkout or mount, so nothing is deleted unless asked."""
+
+
 class UnknownAudienceError(SourceError):
     """A document declares an audience outside user, developer, shared."""
 

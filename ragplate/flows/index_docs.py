@@ -61,11 +61,13 @@ def index_rag_docs(
     path: str | None = None,
     prefix: str | None = None,
     full: bool = False,
+    allow_empty: bool = False,
 ) -> list[dict[str, Any]]:
     """Index documentation into the developer and/or user index.
 
     Every source is read and validated first: an invalid one stops the run before
-    anything is written. Unchanged sources are skipped; vanished ones are deleted.
+    anything is written. Unchanged sources are skipped; vanished ones are deleted, except
+    that a root without any Markdown file deletes nothing unless ``allow_empty``.
     """
     runtime = Runtime()
     targets = indexes_for(profile)
@@ -79,17 +81,22 @@ def index_rag_docs(
     # The splitter's configuration and the vector recipe: a change re-embeds every source.
     salt = index.index_salt(splitter, weight)
     recipe = index.vector_recipe(weight)
+    stores = {name: runtime.store(name, model) for name in targets}
+    stored = {name: wrappers.stored_sources(store) for name, store in stores.items()}
+    corpora = {name: wrappers.select_corpus(name, documents, runtime.policy)
+               for name in targets}
+    plans = [index.plan_index(name, corpora[name], stored[name], model.key, full=full,
+                              prefixes=list(roots), other_prefixes=others, salt=salt,
+                              recipe=recipe)
+             for name in targets]
+    wrappers.check_emptied_roots(plans, stored, documents, roots, others, allow_empty)
     # Called from a sync flow, Prefect's async_dispatch returns the UUID, not a coroutine.
     progress_id = cast(UUID, create_progress_artifact(0.0, key="index-rag-docs-progress",
                                                       description="chunks embedded and written"))
     summaries = []
-    for index_name in targets:
+    for plan in plans:
+        index_name, store, corpus = plan.index, stores[plan.index], corpora[plan.index]
         started = time.perf_counter()
-        store = runtime.store(index_name, model)
-        corpus = wrappers.select_corpus(index_name, documents, runtime.policy)
-        plan = index.plan_index(index_name, corpus, wrappers.stored_sources(store), model.key,
-                                full=full, prefixes=list(roots), other_prefixes=others,
-                                salt=salt, recipe=recipe)
         chunks = wrappers.split(plan.changed, splitter)
         batches = index.make_batches(plan.changed, chunks, model.key,
                                      batch_chunks=runtime.settings.index_batch_chunks, salt=salt,

@@ -6,10 +6,12 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
 from ragplate.catalog.documents import Chunk, Document
+from ragplate.catalog.errors import EmptyRootError
 from ragplate.catalog.settings import DEFAULT_DOCS_CONTEXT_WEIGHT
 from ragplate.infra.embedders.base import Embedder
 from ragplate.infra.stores.base import DocumentStore, EmbeddedChunk, SourceRecord
@@ -155,6 +157,49 @@ def plan_index(
         else:
             changed.append(document)
     return IndexPlan(index, changed, unchanged, gone, False, unrecorded)
+
+
+def emptied_roots(documents: Sequence[Document], prefixes: Sequence[str]) -> list[str]:
+    """The roots read in this run (by prefix) from which no Markdown file was read."""
+    read = {d.root for d in documents}
+    return [p for p in prefixes if p not in read]
+
+
+def emptied_root_deletions(
+    plan: IndexPlan,
+    stored: Mapping[str, SourceRecord],
+    emptied: Sequence[str],
+    *,
+    prefixes: Sequence[str],
+    other_prefixes: Sequence[str] = (),
+) -> dict[str, list[str]]:
+    """Per emptied root, the sources ``plan`` would delete from it (roots without any
+    are left out). ``prefixes`` are all the roots read in this run."""
+    found: dict[str, list[str]] = {}
+    for prefix in emptied:
+        others = [*other_prefixes, *(p for p in prefixes if p != prefix)]
+        gone = [s for s in plan.deleted if in_scope(s, [prefix], others, stored[s].root)]
+        if gone:
+            found[prefix] = gone
+    return found
+
+
+def refuse_emptied_roots(
+    deletions: Mapping[str, Mapping[str, Sequence[str]]], paths: Mapping[str, Path]
+) -> None:
+    """Raise :class:`EmptyRootError` when a root that read no Markdown file would delete
+    sources of an index (``deletions``: index -> root prefix -> sources)."""
+    problems = [
+        f"documentation root {paths[prefix]} (prefix {prefix!r}) holds no Markdown file, "
+        f"but the {index} index holds {len(sources)} of its sources"
+        for index, per_root in deletions.items()
+        for prefix, sources in per_root.items()
+    ]
+    if problems:
+        raise EmptyRootError(
+            "; ".join(problems) + ". Nothing was changed. An empty root is usually a missing "
+            "checkout or mount: restore it, or run again with --allow-empty to delete them."
+        )
 
 
 def make_batches(

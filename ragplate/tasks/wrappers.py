@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from prefect import Task, task
+from prefect import Task, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from ragplate.catalog.documents import AudiencePolicy, Chunk, Document
@@ -64,6 +64,34 @@ def select_corpus(
     if index_name == "developer":
         return read.developer_corpus(documents)
     return read.user_corpus(documents, policy)
+
+
+@task(name="check-emptied-roots", cache_policy=NO_CACHE)
+def check_emptied_roots(
+    plans: Sequence[index.IndexPlan],
+    stored: Mapping[str, Mapping[str, SourceRecord]],
+    documents: Sequence[Document],
+    roots: Mapping[str, Path],
+    other_prefixes: Sequence[str],
+    allow_empty: bool,
+) -> None:
+    """Refuse a run in which a root without Markdown files would delete what it indexed
+    (see :func:`ragplate.tasks.index.refuse_emptied_roots`), unless ``allow_empty``."""
+    emptied = index.emptied_roots(documents, list(roots))
+    if not emptied:
+        return
+    deletions = {
+        plan.index: index.emptied_root_deletions(
+            plan, stored[plan.index], emptied, prefixes=list(roots),
+            other_prefixes=other_prefixes)
+        for plan in plans
+    }
+    deletions = {name: found for name, found in deletions.items() if found}
+    for prefix in emptied:
+        get_run_logger().warning("documentation root %s (prefix %r) holds no Markdown file",
+                                 roots[prefix], prefix)
+    if not allow_empty:
+        index.refuse_emptied_roots(deletions, roots)
 
 
 @_io_task("stored-sources")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from ragplate.catalog.errors import UnknownAudienceError
+from ragplate.catalog.errors import EmptyRootError, UnknownAudienceError
 from ragplate.catalog.settings import Settings
 from ragplate.infra.embedders.base import Embedder
 from ragplate.infra.runtime import Runtime
@@ -289,9 +289,16 @@ def test_a_root_with_an_empty_prefix_keeps_what_other_roots_indexed(
         assert (row["re-embedded"], row["deleted"]) == (1, 0)
         assert set(store.sources()) == ours | {"gizmo.md"}
         assert store.sources()["gizmo.md"].root == ""
-        # The bare root still owns its own sources: a file gone from it is deleted.
+        # The bare root still owns its own sources: a file gone from it is deleted, once
+        # the operator says that the root is empty on purpose.
         (bare / "gizmo.md").unlink()
-        (row,) = index_rag_docs(profile="developer", path=str(bare), prefix="", full=False)
+        with pytest.raises(EmptyRootError) as error:
+            index_rag_docs(profile="developer", path=str(bare), prefix="", full=False)
+        assert f"documentation root {bare} (prefix '')" in str(error.value)
+        assert "the developer index holds 1 of its sources" in str(error.value)
+        assert set(store.sources()) == ours | {"gizmo.md"}
+        (row,) = index_rag_docs(profile="developer", path=str(bare), prefix="", full=False,
+                                allow_empty=True)
         assert row["deleted"] == 1
         assert set(store.sources()) == ours
     finally:
@@ -363,7 +370,7 @@ def test_flow_run_and_summary_artifact_are_on_the_server(
     assert flow.name == "index-rag-docs"
     assert flow_run.name and flow_run.state is not None and flow_run.state.is_completed()
     assert flow_run.parameters == {"profile": "developer", "path": str(corpus),
-                                   "prefix": PREFIX, "full": False}
+                                   "prefix": PREFIX, "full": False, "allow_empty": False}
     by_key = {a.key: a for a in artifacts}
     assert set(by_key) == {"index-rag-docs-summary", "index-rag-docs-report",
                            "index-rag-docs-progress"}

@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import itertools
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ragplate.catalog.documents import Chunk, Document
+from ragplate.catalog.errors import EmptyRootError
 from ragplate.infra.embedders.base import Embedder
 from ragplate.infra.stores.base import SourceRecord
 from ragplate.tasks.index import (
     VECTOR_RECIPE,
+    IndexPlan,
     IndexSummary,
     embed_batch,
+    emptied_root_deletions,
+    emptied_roots,
     fingerprint,
     in_scope,
     index_salt,
     make_batches,
     plan_index,
+    refuse_emptied_roots,
     vector_recipe,
     with_document_context,
 )
@@ -148,6 +154,54 @@ def test_bare_prefix_run_does_not_delete_other_roots() -> None:
                       other_prefixes=["faq-app-ragplate"])
 
     assert plan.deleted == ["guide/a.md", "top.md"]
+
+
+# -- emptied roots ---------------------------------------------------------------------
+
+
+def test_emptied_roots_are_the_roots_read_without_any_document() -> None:
+    documents = [Document("a/x.md", "x", {}, "h", root="a")]
+
+    assert emptied_roots(documents, ["a", "b", ""]) == ["b", ""]
+    assert emptied_roots([], ["a"]) == ["a"]
+    assert emptied_roots(documents, ["a"]) == []
+
+
+def test_deletions_of_an_emptied_root_are_its_own_sources_only() -> None:
+    stored = {
+        "b/one.md": record("b/one.md"),
+        "b/two.md": replace_root(record("b/two.md"), "b"),
+        "a/gone.md": replace_root(record("a/gone.md"), "a"),
+        "legacy.md": record("legacy.md"),  # no recorded root: the bare label rule decides
+    }
+    plan = IndexPlan("developer", [], [], sorted(stored), False)
+
+    found = emptied_root_deletions(plan, stored, ["b", ""], prefixes=["a", "b", ""],
+                                   other_prefixes=["cfg"])
+
+    assert found == {"b": ["b/one.md", "b/two.md"], "": ["legacy.md"]}
+    assert emptied_root_deletions(plan, stored, ["c"], prefixes=["a", "b", "c"]) == {}
+
+
+def test_refusal_names_each_root_index_and_count() -> None:
+    paths = {"b": Path("/docs/b"), "": Path("/docs/bare")}
+
+    with pytest.raises(EmptyRootError) as error:
+        refuse_emptied_roots({"developer": {"b": ["b/1.md", "b/2.md"]},
+                              "user": {"": ["x.md"]}}, paths)
+
+    message = str(error.value)
+    assert ("documentation root /docs/b (prefix 'b') holds no Markdown file, but the "
+            "developer index holds 2 of its sources") in message
+    assert "documentation root /docs/bare (prefix '') " in message
+    assert "the user index holds 1 of its sources" in message
+    assert "--allow-empty" in message
+    refuse_emptied_roots({"developer": {}}, paths)  # nothing to delete: no refusal
+
+
+def replace_root(item: SourceRecord, root: str) -> SourceRecord:
+    return SourceRecord(item.source, item.content_hash, item.model_key, item.chunk_count,
+                        root=root)
 
 
 @pytest.mark.parametrize(

@@ -37,12 +37,19 @@ def index_docs(
                      "directory name)."),
     ] = None,
     full: Annotated[bool, typer.Option("--full", help="Re-embed every source.")] = False,
+    allow_empty: Annotated[
+        bool,
+        typer.Option("--allow-empty", help="Let a root without Markdown files delete the "
+                     "sources it indexed (refused otherwise: usually a missing mount)."),
+    ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Index documentation through the Prefect flow [bold]index-rag-docs[/bold].
 
     Every source is read and validated first; an invalid one (e.g. an unknown audience)
-    stops the run with the store unchanged. Unchanged sources are not embedded again.
+    stops the run with the store unchanged. Unchanged sources are not embedded again. A
+    root that holds no Markdown file while the index holds its sources stops the run too,
+    unless --allow-empty.
 
     Example: ragplate index-docs --path ../shared/corpora/laraplate --prefix '' --full
     """
@@ -60,7 +67,7 @@ def index_docs(
         with flow_progress(json_output):
             rows = index_rag_docs(profile=profile.value,
                                   path=str(path) if path is not None else None,
-                                  prefix=prefix, full=full)
+                                  prefix=prefix, full=full, allow_empty=allow_empty)
     if json_output:
         print_json({"indexes": rows})
         return
