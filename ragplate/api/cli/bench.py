@@ -58,3 +58,30 @@ def switch(
     from ragplate.bench.switch import run
 
     run(records=records, output=output, source=source, target=target)
+
+
+@app.command("fusion")
+def fusion(
+    corpus: Annotated[Path, typer.Option(help="Documentation directory to index.")] = (
+        DEFAULT_CORPUS
+    ),
+    dataset: Annotated[
+        list[Path] | None,
+        typer.Option(help="Developer dataset to measure (repeatable; default: the two public "
+                     "developer datasets)."),
+    ] = None,
+    output: Annotated[Path, typer.Option(help="Where to write the figures.")] = Path(
+        "reports/bench-fusion.json"
+    ),
+) -> None:
+    """Index a corpus, then per dataset print the MRR of the vector, keyword and hybrid
+    rankings beside the fusion ceiling: the best MRR any fusion of the vector and keyword
+    rankings could reach, even tuned per case. Uses a scratch RAGPLATE_HOME.
+
+    Example: ragplate bench fusion --corpus ../shared/corpora/laraplate
+    """
+    from ragplate.bench.fusion import run
+
+    datasets = dataset or [DEFAULT_DATASETS / "2026-09-17-developer-core-baseline.json",
+                           DEFAULT_DATASETS / "2026-09-18-developer-retrieval.json"]
+    run(corpus=corpus, datasets=datasets, output=output)
