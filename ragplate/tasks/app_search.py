@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,6 +43,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ragplate.catalog.entities import Entity, get_entity
+from ragplate.catalog.errors import ActiveProfileError
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.text import check_text
 from ragplate.infra.stores import entity_sql
@@ -172,7 +174,7 @@ def search_records(
     query: str,
     mode: Mode,
     locale: str,
-    serving: EmbeddingProfile,
+    serving: EmbeddingProfile | None,
     embedder_factory: EmbedderFactory | None,
     reranker_factory: RerankerFactory | None = None,
     tenant: str | None = None,
@@ -181,23 +183,25 @@ def search_records(
 ) -> AppSearchResult:
     """Search ``entity`` for ``query`` in ``mode``; an unknown entity raises
     :class:`~ragplate.catalog.errors.UnknownEntityError`. ``serving`` is the profile whose
-    vectors are searched; ``embedder_factory`` builds its embedder (only for balanced and
-    deep), ``reranker_factory`` the reranker (deep; ``None``: none configured)."""
+    vectors are searched (``None``: it cannot be resolved, so keyword search answers);
+    ``embedder_factory`` builds its embedder (only for balanced and deep),
+    ``reranker_factory`` the reranker (deep; ``None``: none configured)."""
     check_text(query, "query")
     if tenant is not None:
         check_text(tenant, "tenant", blank_ok=True)
     ent = get_entity(entity, settings)
-    strategy = resolve_strategy(mode, embedder_factory=embedder_factory,
-                                reranker_factory=reranker_factory)
+    strategy = resolve_strategy(
+        mode, embedder_factory=None if serving is None else embedder_factory,
+        reranker_factory=reranker_factory)
     tenants = tenant_scope(tenant)
     limit = _candidates(top_k)
     with engine.connect() as conn:
-        if strategy.embedder is not None and not has_vectors(conn, entity=ent.name,
-                                                             model_key=serving.key):
+        if (strategy.embedder is not None and serving is not None
+                and not has_vectors(conn, entity=ent.name, model_key=serving.key)):
             strategy = degrade(strategy, "fast", "no_vectors")
         keyword = _keyword(conn, ent, query, locale, tenants, limit)
         vectors: dict[str, _Candidate] | None = None
-        if strategy.embedder is not None:
+        if strategy.embedder is not None and serving is not None:
             try:
                 vector = strategy.embedder.embed_query(query)
             except Exception as exc:
@@ -232,7 +236,7 @@ def search_records(
                    score=round(score, 6), locale=pool[k].locale) for k, score in ranked[:top_k]]
     meta = SearchMeta(mode_requested=strategy.mode_requested, mode=strategy.mode,
                       degraded_reason=strategy.degraded_reason,
-                      model_key=serving.key if vectors is not None else None,
+                      model_key=serving.key if vectors is not None and serving else None,
                       strategies=list(per_strategy), reranked=reranked)
     return AppSearchResult(hits, meta, per_strategy, scores)
 
@@ -293,10 +297,20 @@ def search_with_runtime(
     top_k: int = 10,
 ) -> AppSearchResult:
     """:func:`search_records` wired to a runtime: its serving profile, embedder and the
-    configured reranker (what the API and the CLI call)."""
-    serving = runtime.active_profile()
+    configured reranker (what the API and the CLI call).
+
+    Keyword search needs no model, so a serving profile that cannot be resolved (say, one
+    no longer declared) degrades the search to keyword (``embedder_unavailable``) instead
+    of refusing it; ``/health`` reports the cause."""
+    serving: EmbeddingProfile | None
+    try:
+        serving = runtime.active_profile()
+    except ActiveProfileError as exc:
+        log.warning("serving profile unavailable (%s); serving keyword search", exc)
+        serving = None
     return search_records(
         runtime.engine, entity=entity, query=query, mode=mode, locale=locale, tenant=tenant,
-        top_k=top_k, serving=serving, embedder_factory=lambda: runtime.embedder(serving),
+        top_k=top_k, serving=serving,
+        embedder_factory=None if serving is None else partial(runtime.embedder, serving),
         reranker_factory=configured_reranker(runtime.settings), settings=runtime.settings,
     )

@@ -128,3 +128,29 @@ def test_bad_requests_are_422_naming_the_field(
 
     assert response.status_code == 422
     assert ["body", field] in [error["loc"] for error in response.json()["detail"]]
+
+
+@pytest.mark.parametrize("mode", ["fast", "balanced"])
+def test_an_unresolvable_serving_profile_leaves_keyword_search_answering(
+    client: TestClient, engine: sa.Engine, keys: dict[str, int], mode: str,
+) -> None:
+    from ragplate.infra import settings_store
+
+    with engine.begin() as conn:
+        serving = settings_store.read(conn, settings_store.ACTIVE_PROFILE)
+        settings_store.write_managed(conn, settings_store.ACTIVE_PROFILE, "local:gone/model")
+    try:
+        response = client.post("/v1/search", json={
+            "entity": "cms.contents", "query": "stocktake", "mode": mode, "locale": "en"})
+    finally:
+        with engine.begin() as conn:
+            settings_store.write_managed(conn, settings_store.ACTIVE_PROFILE, serving)
+
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert [h["id"] for h in body["hits"]] == [str(keys["stocktake"])]
+    search = body["meta"]["search"]
+    assert (search["mode"], search["strategies"], search["model_key"]) == (
+        "fast", ["keyword"], None)
+    expected_reason = None if mode == "fast" else "embedder_unavailable"
+    assert search["degraded_reason"] == expected_reason
