@@ -8,6 +8,7 @@ deployment path (the flow itself) refuses the same way: see the last tests.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from ragplate.catalog.switch import SwitchRefusedError, SwitchState
 from ragplate.infra import locks
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.servers.info import clear_info_cache
+from ragplate.infra.stores.base import DocumentStore, SourceRecord
 from ragplate.tasks.switch.state import update_state
 from tests.testing import switch as sw
 from tests.testing.server_doubles import E5_MODEL, tei_double
@@ -147,6 +149,46 @@ def test_server_identity_refusals(db: sa.Engine, monkeypatch: pytest.MonkeyPatch
     with tei_double(**double) as server:  # type: ignore[arg-type]
         use_server(monkeypatch, server.url)
         refused(db, "switch", OPENAI, "--yes", reason=reason)
+
+
+def serving_store(db: sa.Engine, index: str = "developer") -> DocumentStore:
+    return Runtime(get_settings()).store(index, sw.profile(sw.serving(db)))
+
+
+def test_sources_of_roots_that_are_not_configured(db: sa.Engine) -> None:
+    store_ = serving_store(db)
+    store_.add([], [SourceRecord("qa/a.md", "h", sw.serving(db), 0, root="qa")])
+    try:
+        refused(db, "switch", sw.H48, "--yes",
+                reason="the developer index holds sources of roots that are not configured "
+                "('qa': 1); the switch rebuilds only the configured roots")
+    finally:
+        store_.delete_sources(["qa/a.md"])
+
+
+def test_a_configured_root_without_markdown_files(
+    db: sa.Engine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("RAGPLATE_DOCS_ROOTS", json.dumps({"guides": str(tmp_path)}))
+    get_settings.cache_clear()
+    store_ = serving_store(db, "user")
+    store_.add([], [SourceRecord("guides/a.md", "h", sw.serving(db), 0, root="guides")])
+    try:
+        refused(db, "switch", sw.H48, "--yes",
+                reason="the configured root 'guides' holds no Markdown file, but the user "
+                "index holds 1 of its sources")
+    finally:
+        store_.delete_sources(["guides/a.md"])
+
+
+def test_an_invalid_documentation_source(
+    db: sa.Engine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    (tmp_path / "bad.md").write_text("---\naudience: everyone\n---\n# Bad\n")
+    monkeypatch.setenv("RAGPLATE_DOCS_ROOTS", json.dumps({"guides": str(tmp_path)}))
+    get_settings.cache_clear()
+    refused(db, "switch", sw.H48, "--yes",
+            reason="documentation cannot be read: guides/bad.md: unknown audience 'everyone'")
 
 
 def test_resume_and_abandon_with_nothing_stored(db: sa.Engine) -> None:

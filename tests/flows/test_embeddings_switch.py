@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from ragplate.catalog.settings import Settings, get_settings
 from ragplate.catalog.switch import SwitchFailedError
 from ragplate.infra.runtime import Runtime
+from ragplate.infra.stores.base import SourceRecord
 from ragplate.tasks.switch.state import read_state
 from tests.testing import switch as sw
 
@@ -193,6 +194,28 @@ def test_spent_rounds_fail_naming_the_chunk_then_abandon_restores_the_previous_m
 
     assert restored.result()["outcome"] == "restored"
     assert_serves(runtime, before)
+
+
+def test_abandon_keeps_sources_indexed_with_path_while_the_switch_was_failed(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target, before = other(runtime), sw.serving(runtime.engine)
+    monkeypatch.setenv("RAGPLATE_SWITCH_FAULTS", "fail:rag:user#1:99")
+    state, _ = run_flow(action="start", profile=target)
+    with pytest.raises(SwitchFailedError):
+        state.result()
+    # What `index-docs --path DIR --prefix qa` writes meanwhile: the serving model's index.
+    serving_index = runtime.store("developer", sw.profile(before))
+    serving_index.add([], [SourceRecord("qa/extra.md", "h", before, 0, root="qa")])
+    monkeypatch.delenv("RAGPLATE_SWITCH_FAULTS")
+    try:
+        restored, _ = run_flow(action="abandon")
+
+        assert restored.result()["outcome"] == "restored"
+        assert_serves(runtime, before)
+        assert serving_index.sources()["qa/extra.md"].root == "qa"
+    finally:
+        serving_index.delete_sources(["qa/extra.md"])
 
 
 def test_records_edited_while_a_switch_is_failed_are_embedded_with_both_models(

@@ -20,6 +20,8 @@ from ragplate.infra import locks, settings_store
 from ragplate.infra.embedders import make_embedder, probe
 from ragplate.infra.runtime import Runtime
 from ragplate.tasks.records import count_texts
+from ragplate.tasks.switch.documentation import documentation_refusal
+from ragplate.tasks.switch.indexes import doc_indexes
 from ragplate.tasks.switch.state import read_state, update_state
 
 
@@ -179,8 +181,9 @@ def start(runtime: Runtime, key: str, *, force_activate: bool = False,
                 f"refused: a switch is already stored ({state.summary()}); use "
                 "`ragplate embeddings switch --resume` or `--abandon`"
             )
-        reason = provider_refusal(target, runtime.settings) or probe_refusal(
-            target, runtime.settings)
+        reason = (provider_refusal(target, runtime.settings)
+                  or probe_refusal(target, runtime.settings)
+                  or documentation_refusal(runtime, doc_indexes(runtime)))
         if reason is not None:
             raise SwitchRefusedError(f"refused: {reason}")
         if check_only:

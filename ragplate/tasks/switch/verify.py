@@ -25,6 +25,7 @@ from ragplate.infra.stores.model_embeddings import (
     model_predicate,
     vector_expression,
 )
+from ragplate.tasks.index import in_scope
 from ragplate.tasks.read import read_sources
 from ragplate.tasks.records import count_texts, missing_embeddings
 from ragplate.tasks.switch.embeddings import describe
@@ -78,14 +79,19 @@ def check_documentation(runtime: Runtime, profile: EmbeddingProfile) -> list[str
     indexes = doc_indexes(runtime)
     if not indexes:
         return problems
-    documents = read_sources(runtime.settings.all_roots())
+    roots = runtime.settings.all_roots()
+    documents = read_sources(roots)
     vector = runtime.embedder(profile).embed_query(VERIFY_QUERY)
     for index in indexes:
         expected = {d.source for d in corpus(runtime, index, documents)}
         store = runtime.store(index, profile)
-        stored = set(store.sources())
-        if stored != expected:
-            missing, extra = sorted(expected - stored), sorted(stored - expected)
+        records = store.sources()
+        # Sources of roots that are not configured are not the switch's to check: only an
+        # abandon's target (the serving model) can hold them, indexed with --path.
+        extra = sorted(s for s in set(records) - expected
+                       if in_scope(s, list(roots), (), records[s].root))
+        missing = sorted(expected - set(records))
+        if missing or extra:
             problems.append(f"documentation index {index} of {profile.key}: missing "
                             f"{missing[:10]}, unexpected {extra[:10]}")
         if expected and store.count() and not store.search(vector, top_k=1):
