@@ -8,19 +8,22 @@ embedding profile is not one of them: it is stored in PostgreSQL (see
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     SecretStr,
+    ValidationError,
     ValidationInfo,
     field_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
 
 from ragplate.catalog.entities import Entity
 from ragplate.catalog.errors import ConfigurationError
@@ -365,7 +368,39 @@ def clamp_top_k(value: int) -> int:
     return max(1, min(10, int(value)))
 
 
+def load_settings() -> Settings:
+    """Settings from the environment; a value that does not parse raises
+    :class:`ConfigurationError` naming the variable (not pydantic's traceback)."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = [
+            f"{_variable(error['loc'])}: {error['msg']}{_shown(error['loc'], error.get('input'))}"
+            for error in exc.errors(include_url=False)
+        ]
+        raise ConfigurationError("invalid setting: " + "; ".join(problems)) from None
+    except SettingsError as exc:
+        # pydantic-settings names the field, not the variable: "error parsing value for
+        # field "switch_retry_delays" from source …".
+        match = re.search(r'field "([^"]+)"', str(exc))
+        name = _variable((match.group(1),)) if match else "a RAGPLATE_ variable"
+        raise ConfigurationError(f"invalid setting: {name} is not valid JSON") from None
+
+
+def _shown(loc: tuple[Any, ...], value: object) -> str:
+    """The rejected value for the message, unless the variable may hold a secret."""
+    if any(word in str(part).lower() for part in loc
+           for word in ("key", "secret", "token", "password", "url")):
+        return ""
+    return f" (got {str(value)[:80]!r})"
+
+
+def _variable(loc: tuple[Any, ...]) -> str:
+    """The environment variable of a settings field location."""
+    return "RAGPLATE_" + "__".join(str(part).upper() for part in loc)
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     """The process-wide settings (cached; tests call ``get_settings.cache_clear()``)."""
-    return Settings()
+    return load_settings()

@@ -229,6 +229,23 @@ def test_options_and_confirmation(db: sa.Engine) -> None:
     refused(db, "switch", sw.H48, reason="confirm with --yes")
 
 
+def test_declining_the_confirmation_starts_nothing(
+    db: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ragplate.api.cli.embeddings_switch.interactive", lambda: True)
+    before = sw.snapshot(db)
+
+    result = CliRunner().invoke(app, ["embeddings", "switch", sw.H48, "--json"], input="n\n")
+
+    assert result.exit_code == 1
+    # The prompt is on stderr, so --json output stays JSON (the runner echoes the typed
+    # answer on stdout, as a terminal would show it).
+    assert "Start the switch?" not in result.stdout
+    assert "Start the switch?" in result.stderr
+    assert "Not started: nothing was changed." in result.stderr
+    assert sw.snapshot(db) == before
+
+
 def test_the_flow_refuses_the_same_way(db: sa.Engine) -> None:
     """The deployment path (a flow run started from the Prefect UI) checks again, under
     the locks, before it stores anything."""

@@ -51,11 +51,18 @@ def _check(runtime: Runtime, profile: str | None, resume: bool, abandon: bool, y
             console.print(escape(line), highlight=False)
     if yes:
         return action
-    if not sys.stdin.isatty():
+    if not interactive():
         raise SwitchRefusedError("refused: confirm with --yes when not on a terminal")
-    if not typer.confirm("Start the switch?", default=False):
-        raise typer.Abort()
+    # On stderr, so that --json leaves stdout to the JSON.
+    if not typer.confirm("Start the switch?", default=False, err=True):
+        typer.echo("Not started: nothing was changed.", err=True)
+        raise typer.Exit(1)
     return action
+
+
+def interactive() -> bool:
+    """Whether the operator can answer a prompt."""
+    return sys.stdin.isatty()
 
 
 def switch_command(
