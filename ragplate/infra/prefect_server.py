@@ -62,6 +62,18 @@ def healthy(api_url: str, timeout: float = 2.0) -> bool:
         return False
 
 
+def reachable(api_url: str, timeout: float = 5.0) -> bool:
+    """Whether a Prefect API that ragplate does not manage can be reached at all: any HTTP
+    answer counts (a hosted API may want credentials for ``/health``); only a failed
+    connection or a timeout does not."""
+    try:
+        # trust_env: an external server may sit behind the environment's proxy.
+        httpx.get(f"{api_url.rstrip('/')}/health", timeout=timeout, trust_env=True)
+    except httpx.TransportError:
+        return False
+    return True
+
+
 def prefect_database_url(settings: Settings) -> str:
     """asyncpg URL of the ``prefect`` database (password included); starts PostgreSQL."""
     url = database.database_url(settings)  # also creates the embedded `prefect` database
@@ -184,6 +196,10 @@ def start(settings: Settings, *, timeout: float = 90) -> str:
     """
     external = external_api_url()
     if external is not None:
+        if not reachable(external):
+            raise ServiceError(f"the Prefect API at {external} (PREFECT_API_URL) cannot be "
+                               "reached; start that server, or unset PREFECT_API_URL to use "
+                               "the embedded one")
         return external
     url = local_api_url(settings)
     with _locked(settings):

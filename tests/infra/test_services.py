@@ -178,3 +178,21 @@ def test_down_stops_both_and_is_idempotent(
     second = _by_name(services.down(svc_settings))
     assert second["prefect"].detail == "not running"
     assert second["postgresql"].detail == "not running"
+
+
+def test_an_external_api_url_that_cannot_be_reached_is_one_service_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = int(closed.getsockname()[1])  # bound, never listening: connections refused
+        monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{port}/api")
+
+        settings = _settings(tmp_path)
+        with pytest.raises(ServiceError) as error:
+            prefect_server.start(settings)
+
+    assert f"the Prefect API at http://127.0.0.1:{port}/api (PREFECT_API_URL) cannot be " \
+           "reached" in str(error.value)
+    assert error.value.exit_code == 3
+    assert not (settings.run_dir / prefect_server.PID_FILE).exists()  # nothing spawned
