@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from ragplate.catalog.switch import SwitchRefusedError, SwitchState
 from ragplate.infra import locks
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.servers.info import clear_info_cache
-from ragplate.infra.stores.base import DocumentStore, SourceRecord
+from ragplate.infra.stores.base import SourceRecord
 from ragplate.tasks.switch.state import update_state
 from tests.testing import switch as sw
 from tests.testing.server_doubles import E5_MODEL, tei_double
@@ -151,19 +152,24 @@ def test_server_identity_refusals(db: sa.Engine, monkeypatch: pytest.MonkeyPatch
         refused(db, "switch", OPENAI, "--yes", reason=reason)
 
 
-def serving_store(db: sa.Engine, index: str = "developer") -> DocumentStore:
-    return Runtime(get_settings()).store(index, sw.profile(sw.serving(db)))
+@contextmanager
+def serving_source(db: sa.Engine, index: str, source: str, root: str) -> Iterator[None]:
+    """A source record in the serving model's ``index`` for the block (as ``index-docs``
+    leaves one), removed afterwards."""
+    serving = sw.serving(db)
+    store_ = Runtime(get_settings()).store(index, sw.profile(serving))
+    store_.add([], [SourceRecord(source, "h", serving, 0, root=root)])
+    try:
+        yield
+    finally:
+        store_.delete_sources([source])
 
 
 def test_sources_of_roots_that_are_not_configured(db: sa.Engine) -> None:
-    store_ = serving_store(db)
-    store_.add([], [SourceRecord("qa/a.md", "h", sw.serving(db), 0, root="qa")])
-    try:
+    with serving_source(db, "developer", "qa/a.md", root="qa"):
         refused(db, "switch", sw.H48, "--yes",
                 reason="the developer index holds sources of roots that are not configured "
                 "('qa': 1); the switch rebuilds only the configured roots")
-    finally:
-        store_.delete_sources(["qa/a.md"])
 
 
 def test_a_configured_root_without_markdown_files(
@@ -171,14 +177,10 @@ def test_a_configured_root_without_markdown_files(
 ) -> None:
     monkeypatch.setenv("RAGPLATE_DOCS_ROOTS", json.dumps({"guides": str(tmp_path)}))
     get_settings.cache_clear()
-    store_ = serving_store(db, "user")
-    store_.add([], [SourceRecord("guides/a.md", "h", sw.serving(db), 0, root="guides")])
-    try:
+    with serving_source(db, "user", "guides/a.md", root="guides"):
         refused(db, "switch", sw.H48, "--yes",
                 reason="the configured root 'guides' holds no Markdown file, but the user "
                 "index holds 1 of its sources")
-    finally:
-        store_.delete_sources(["guides/a.md"])
 
 
 def test_an_invalid_documentation_source(
