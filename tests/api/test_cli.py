@@ -70,6 +70,21 @@ def test_probe_local_profile_as_json(runner: CliRunner) -> None:
     assert data["norm"] == pytest.approx(1.0, abs=1e-3)
 
 
+def test_probe_reports_a_length_other_than_declared(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragplate.catalog.profiles import PROFILES, TEST_PROFILES
+
+    key = "local:ragplate/hashing-misdeclared"  # declares 32 dimensions, measures 64
+    monkeypatch.setitem(PROFILES, key, TEST_PROFILES[key])
+    result = runner.invoke(app, ["embeddings", "probe", key, "--json"])
+
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert (data["declared_dimensions"], data["dimensions"], data["ok"]) == (32, 64, False)
+    assert data["norm"] is None
+
+
 def test_probe_plain_output(runner: CliRunner) -> None:
     result = runner.invoke(app, ["embeddings", "probe", DEFAULT])
 

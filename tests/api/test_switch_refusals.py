@@ -128,7 +128,7 @@ def test_provider_not_configured(db: sa.Engine) -> None:
 
 def test_probe_measures_other_dimensions(db: sa.Engine) -> None:
     refused(db, "switch", "local:ragplate/hashing-misdeclared", "--yes",
-            reason="declares 32 dimensions but the vector has 64")
+            reason="measures 64 dimensions, the profile declares 32")
 
 
 def test_server_does_not_answer(db: sa.Engine, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,12 +34,14 @@ def probe_command(
     if json_output:
         print_json({"profile": result.profile, "model": result.model,
                     "declared_dimensions": result.declared_dimensions,
-                    "dimensions": result.measured_dimensions, "norm": round(result.norm, 6),
+                    "dimensions": result.measured_dimensions,
+                    "norm": None if result.norm is None else round(result.norm, 6),
                     "ok": result.ok})
     else:
+        norm = "not measured" if result.norm is None else f"{result.norm:.4f}"
         console.print(f"profile     {result.profile}\nmodel       {result.model}\n"
                       f"dimensions  {result.measured_dimensions} (declared "
-                      f"{result.declared_dimensions})\nnorm        {result.norm:.4f}",
+                      f"{result.declared_dimensions})\nnorm        {norm}",
                       highlight=False)
     if not result.ok:
         raise DimensionMismatchError(profile.key, result.declared_dimensions,

@@ -34,7 +34,8 @@ class ProbeResult:
     model: str
     declared_dimensions: int
     measured_dimensions: int
-    norm: float
+    #: ``None`` when the embedder refused the vector for its length (not measured).
+    norm: float | None
 
     @property
     def ok(self) -> bool:
@@ -43,14 +44,21 @@ class ProbeResult:
 
 
 def probe(embedder: Embedder) -> ProbeResult:
-    """Embed the fixed probe text and measure the vector."""
-    vector = np.asarray(embedder.embed_query(PROBE_TEXT), dtype=np.float32)
+    """Embed the fixed probe text and measure the vector. A vector of another length than
+    declared is a result (``ok`` false), not an error: the embedder's own check refuses it,
+    and the probe reports the length that check measured."""
+    model = str(getattr(embedder, "model_name", embedder.profile.service_model))
+    try:
+        vector = np.asarray(embedder.embed_query(PROBE_TEXT), dtype=np.float32)
+    except DimensionMismatchError as exc:
+        return ProbeResult(profile=embedder.profile.key, model=model,
+                           declared_dimensions=embedder.profile.dimensions,
+                           measured_dimensions=exc.actual, norm=None)
     if vector.ndim != 1 or vector.size == 0:
         raise EmbeddingError(f"profile '{embedder.profile.key}' returned no vector")
-    model = getattr(embedder, "model_name", embedder.profile.service_model)
     return ProbeResult(
         profile=embedder.profile.key,
-        model=str(model),
+        model=model,
         declared_dimensions=embedder.profile.dimensions,
         measured_dimensions=int(vector.size),
         norm=float(np.linalg.norm(vector)),
