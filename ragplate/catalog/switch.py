@@ -109,6 +109,9 @@ class SwitchState(BaseModel):
         default=None, description="The model serving when the switch was stored."
     )
     abandon: bool = Field(default=False, description="A return switch to the previous model.")
+    abandoned: str | None = Field(
+        default=None, description="The model an abandon gives up (its target before)."
+    )
     force_activate: bool = False
     error: str | None = None
     failure: FailureKind | None = None

@@ -367,3 +367,8 @@ def test_status_shows_a_failed_switch_and_what_to_do(
     monkeypatch.delenv("RAGPLATE_SWITCH_FAULTS")
     assert CliRunner().invoke(app, ["embeddings", "switch", "--abandon"]).exit_code == 0
     assert_serves(runtime, before)
+    after = CliRunner().invoke(app, ["embeddings", "status"]).output
+    assert f"last switch abandoned {target}, back to {before}" in after
+    assert "gate        hit@5 " in after
+    last = json.loads(CliRunner().invoke(app, ["embeddings", "status", "--json"]).output)["last"]
+    assert (last["abandon"], last["abandoned"], last["target"]) == (True, target, before)

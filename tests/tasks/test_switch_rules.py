@@ -108,6 +108,11 @@ def test_abandon_in_preflight_clears_and_later_returns_to_the_previous_model(
     assert (back.status, back.phase, back.target, back.previous, back.abandon) == (
         "running", "embeddings", sw.H64, sw.H64, True)
     assert back.prepare is True and back.plan is None
+    assert back.abandoned == sw.H48  # the model given up, for status and the last switch
+    # The abandon itself failing and abandoned again still names the model given up.
+    stored(runtime, status="failed", phase="indexes", failure="rounds", target=sw.H64,
+           abandon=True, abandoned=sw.H48)
+    assert preflight.abandon(runtime).abandoned == sw.H48
 
 
 def test_a_killed_activation_leaves_only_its_prune_to_resume(runtime: Runtime) -> None:

@@ -124,7 +124,7 @@ def status_data(runtime: Runtime) -> dict[str, Any]:
     return {
         "serving": runtime.active_profile().key, "status": state.status,
         "phase": state.phase, "target": state.target, "previous": state.previous,
-        "abandon": state.abandon, "running_normally": alive,
+        "abandon": state.abandon, "abandoned": state.abandoned, "running_normally": alive,
         "interrupted": state.status == "running" and not alive,
         "failure": state.failure, "error": state.error,
         "chunks": {"written": written, "pending": pending, "round": round_,
@@ -136,6 +136,23 @@ def status_data(runtime: Runtime) -> dict[str, Any]:
         "started_at": state.started_at, "progress_at": state.progress_at,
         "flow_run_id": state.flow_run_id, "last": state.last,
     }
+
+
+def _last_lines(last: dict[str, Any]) -> list[tuple[str, str]]:
+    """The status lines of the last switch that ended: what changed, and the gate."""
+    if last.get("abandon"):
+        lines = [("last switch", f"abandoned {last.get('abandoned') or '?'}, back to "
+                                 f"{last.get('target')}")]
+    else:
+        lines = [("last switch", f"{last.get('previous')} -> {last.get('target')}")]
+    gate = last.get("gate")
+    if gate:
+        forced = ", forced" if last.get("force_activate") else ""
+        lines.append(("gate", f"hit@5 {gate['serving']['hit_at_5']:.3f} -> "
+                              f"{gate['target']['hit_at_5']:.3f}, MRR "
+                              f"{gate['serving']['mrr']:.3f} -> {gate['target']['mrr']:.3f} "
+                              f"(margin {gate['margin']:g}{forced})"))
+    return lines
 
 
 def status_command(
@@ -156,6 +173,9 @@ def status_command(
         state = "running normally" if data["running_normally"] else (
             "interrupted (its process died): --resume or --abandon" if data["interrupted"]
             else f"failed ({data['failure']}): {data['error']}")
+        if data["abandon"]:
+            lines.append(("abandoning", f"{data['abandoned'] or '?'}: back to "
+                                        f"{data['target']}"))
         lines += [("phase", data["phase"]), ("target", data["target"]),
                   ("previous", data["previous"]), ("state", state),
                   ("chunks", f"written {chunks['written']}, pending {chunks['pending']}, "
@@ -164,10 +184,9 @@ def status_command(
     if data["prune_pending"]:
         lines.append(("prune", "pending: run `ragplate embeddings prune`"))
     if data["last"]:
-        lines.append(("last switch", f"{data['last'].get('previous')} -> "
-                                     f"{data['last'].get('target')}"))
+        lines += _last_lines(data["last"])
     for key, value in lines:
-        console.print(f"{key:<12}{escape(str(value))}", highlight=False)
+        console.print(f"{key:<12}{escape(str(value))}", highlight=False, soft_wrap=True)
 
 
 def prune_command(

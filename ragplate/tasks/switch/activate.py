@@ -61,6 +61,7 @@ def activate(runtime: Runtime) -> SwitchState:
         settings_store.set_active_profile(conn, state.target)
         state.last = {
             "target": state.target, "previous": state.previous, "abandon": state.abandon,
+            "abandoned": state.abandoned,
             "started_at": state.started_at.isoformat() if state.started_at else None,
             "activated_at": now().isoformat(), "records_embedded": state.records_embedded,
             "chunks_rewritten": state.chunks_rewritten, "gate": state.gate,

@@ -288,6 +288,8 @@ def abandon(runtime: Runtime, *, flow_run_id: str | None = None,
             current.plan = None
             return
         current.status, current.phase = "running", "embeddings"
+        if not current.abandon:  # an abandon resumed or abandoned again keeps its name
+            current.abandoned = current.target
         current.target, current.abandon = current.previous, True
         current.after_embeddings, current.prepare, current.plan = "indexes", True, None
         current.force_activate = False
