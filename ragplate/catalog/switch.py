@@ -129,7 +129,9 @@ class SwitchState(BaseModel):
     texts_missing: int = 0
     records_embedded: int = 0
     chunks_rewritten: int = Field(
-        default=0, description="Chunks written although the plan had them written already."
+        default=0, description="Writes of a chunk beyond its first: a try that began "
+        "writing and died before recording the chunk as written (a try that failed before "
+        "writing anything does not count)."
     )
     docs_files: int = 0
     gate: dict[str, Any] | None = None

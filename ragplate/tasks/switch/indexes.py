@@ -192,9 +192,15 @@ def write_chunk(runtime: Runtime, plan_id: str, chunk_id: str) -> str:
 
     def begin(state: SwitchState) -> ChunkSpec | None:
         chunk = _expects(state, plan_id, chunk_id)
+        return None if chunk is None else chunk.model_copy()
+
+    def start_writing(state: SwitchState) -> bool:
+        # Counted here, not at the start: a try that failed before writing anything
+        # (its embedder unavailable, say) rewrites nothing when the next one writes.
+        chunk = _expects(state, plan_id, chunk_id)
         if chunk is not None:
             chunk.attempts += 1
-        return None if chunk is None else chunk.model_copy()
+        return chunk is not None
 
     state, chunk = update_state(engine, wait, begin)
     if chunk is None:
@@ -202,6 +208,8 @@ def write_chunk(runtime: Runtime, plan_id: str, chunk_id: str) -> str:
     phase = state.phase or "indexes"
     faults.chunk(chunk_id)
     faults.checkpoint(phase)
+    if not update_state(engine, wait, start_writing)[1]:
+        return "skipped"
     profile = get_profile(state.target or "")
     if chunk.kind == "entity":
         write_entity_range(runtime, profile, chunk)
