@@ -92,3 +92,14 @@ def test_the_hashing_test_embedder_is_deterministic_normalised_and_lexical() -> 
     far = float(model.query("database migration") @ a)
     assert near > far
     assert float(np.linalg.norm(model.query(""))) == pytest.approx(1.0)
+
+
+def test_a_gate_where_neither_model_finds_anything_measured_nothing() -> None:
+    from ragplate.tasks.switch.gate import GateResult, Scores
+
+    nothing = GateResult(Scores("a", 0.0, 0.0, 8), Scores("b", 0.0, 0.0, 8), 0.05)
+    some = GateResult(Scores("a", 0.0, 0.0, 8), Scores("b", 0.125, 0.125, 8), 0.05)
+
+    assert nothing.passed and not nothing.measured
+    assert nothing.as_dict()["measured"] is False
+    assert some.measured and some.as_dict()["measured"] is True

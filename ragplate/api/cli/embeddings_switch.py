@@ -151,7 +151,8 @@ def _last_lines(last: dict[str, Any]) -> list[tuple[str, str]]:
         lines.append(("gate", f"hit@5 {gate['serving']['hit_at_5']:.3f} -> "
                               f"{gate['target']['hit_at_5']:.3f}, MRR "
                               f"{gate['serving']['mrr']:.3f} -> {gate['target']['mrr']:.3f} "
-                              f"(margin {gate['margin']:g}{forced})"))
+                              f"(margin {gate['margin']:g}{forced}"
+                              f"{'' if gate.get('measured', True) else ', measured nothing'})"))
     return lines
 
 

@@ -69,6 +69,13 @@ class GateResult:
         """Neither metric drops by more than the margin (a hair of float noise allowed)."""
         return self.hit_drop <= self.margin + 1e-9 and self.mrr_drop <= self.margin + 1e-9
 
+    @property
+    def measured(self) -> bool:
+        """Whether either model found any expected source. When neither does, the indexes
+        do not hold the documentation the questions are about (ragplate's own ``docs/``)
+        and the gate passes without having compared anything."""
+        return self.serving.hit_at_5 > 0 or self.target.hit_at_5 > 0
+
     def reason(self) -> str:
         """The verdict in words."""
         return (f"evaluation gate: hit@5 {self.serving.hit_at_5:.3f} -> {self.target.hit_at_5:.3f}"
@@ -80,7 +87,8 @@ class GateResult:
         """Plain data for the state and the reports."""
         return {"serving": asdict(self.serving), "target": asdict(self.target),
                 "margin": self.margin, "hit_drop": round(self.hit_drop, 6),
-                "mrr_drop": round(self.mrr_drop, 6), "passed": self.passed}
+                "mrr_drop": round(self.mrr_drop, 6), "passed": self.passed,
+                "measured": self.measured}
 
 
 def load_cases(path: Path | None = None) -> list[Case]:

@@ -181,6 +181,10 @@ def run_verify(ctx: PhaseContext) -> SwitchState:
         raise ctx.fail("verify", "check", "; ".join(problems))
     result = gate.evaluate(ctx.runtime, state.target or "")
     outcome = {**result.as_dict(), "forced": False}
+    if not result.measured:
+        log.warning("%s: neither model finds a source the gate's questions expect (are "
+                    "ragplate's own docs/ indexed?), so the gate compared nothing",
+                    result.reason())
     if not result.passed:
         if not state.force_activate:
             ctx.change(lambda s: setattr(s, "gate", outcome))
