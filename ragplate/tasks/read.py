@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -61,6 +62,13 @@ def split_front_matter(label: str, raw: str) -> tuple[dict[str, Any], str]:
 def read_document(prefix: str, root: Path, path: Path) -> Document:
     """One Markdown file as a Document; raises :class:`SourceError` naming the file."""
     label = source_label(prefix, root, path)
+    try:
+        label.encode("utf-8")
+    except UnicodeEncodeError:
+        # Python keeps undecodable bytes of a file name as lone surrogates; the label could
+        # be neither stored, embedded nor printed, so the file is refused by its bytes.
+        shown = os.fsencode(label).decode("utf-8", "backslashreplace")
+        raise SourceError(shown, "file name is not valid UTF-8; rename the file") from None
     try:
         data = path.read_bytes()
         raw = data.decode("utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,14 @@ def test_user_corpus_admits_only_declared_documents(tmp_path: Path) -> None:
         d for d in developer_corpus(documents) if d.source in ("u/shared.md", "u/user.md")
     ]
     assert user_corpus(documents, AudiencePolicy("in-app-docs-v9")) == []
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_by_its_bytes(tmp_path: Path) -> None:
+    name = b"caf\xe9.md"
+    (tmp_path / os.fsdecode(name)).write_text("# Cafe\n\ntext\n")
+
+    with pytest.raises(SourceError) as error:
+        read_sources({"sm": tmp_path})
+
+    assert str(error.value) == "sm/caf\\xe9.md: file name is not valid UTF-8; rename the file"
+    assert error.value.exit_code == 2
