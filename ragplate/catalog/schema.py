@@ -38,12 +38,18 @@ rag_sources = sa.Table(
     sa.Column("root_prefix", sa.Text, nullable=True),
 )
 
-#: Generated keyword-search vector of a documentation chunk (migration 0004): the words of
-#: its source label and heading breadcrumb weigh A, its text D, English stemming.
+#: Characters of a chunk's text its keyword-search vector reads (migration 0007): a
+#: tsvector holds at most 1 MB, which an inline base64 image of a few hundred KB exceeds.
+DOCS_SEARCH_TEXT_CHARS = 100_000
+
+#: Generated keyword-search vector of a documentation chunk (migrations 0004, 0007): the
+#: words of its source label and heading breadcrumb weigh A, the first
+#: :data:`DOCS_SEARCH_TEXT_CHARS` characters of its text D, English stemming.
 DOCS_SEARCH_VECTOR = (
     "setweight(to_tsvector('english'::regconfig, translate(source, '/_.-', '    ') || ' ' "
     "|| coalesce(metadata->>'heading_breadcrumb', '')), 'A') "
-    "|| setweight(to_tsvector('english'::regconfig, text), 'D')"
+    f"|| setweight(to_tsvector('english'::regconfig, left(text, {DOCS_SEARCH_TEXT_CHARS})), "
+    "'D')"
 )
 
 #: Documentation chunks. ``embedding`` has no fixed length so several models can live side

@@ -25,7 +25,7 @@ PROFILE = evaluate_docs.FIXTURE_PROFILE
 def test_the_migration_and_the_catalog_agree() -> None:
     from importlib import import_module
 
-    migration = import_module("ragplate.infra.migrations.versions.0004_docs_keyword_search")
+    migration = import_module("ragplate.infra.migrations.versions.0007_docs_search_text_cap")
     assert migration.DOCS_SEARCH_VECTOR == DOCS_SEARCH_VECTOR
 
 
@@ -88,3 +88,26 @@ def test_hybrid_user_retrieval_on_pgvector(store: PgvectorStore, tmp_path: Path)
                          embedder=LocalEmbedder(PROFILE), access=AccessContext(locale="en"),
                          policy=AudiencePolicy(), top_k=3, strategy="hybrid")
     assert hits[0].source_label == "Billing · Invoices · Payment reminders"
+
+
+def test_a_chunk_with_an_inline_image_of_a_megabyte_is_written_and_found(
+    engine: sa.Engine,
+) -> None:
+    import base64
+    import random
+
+    from ragplate.catalog.documents import Document
+
+    # One "word" the splitter cannot cut: its tsvector alone would pass PostgreSQL's 1 MB.
+    image = base64.b64encode(random.Random(7).randbytes(800_000)).decode()
+    text = f"# Diagram\n\nThe quokka diagram.\n\n![d](data:image/png;base64,{image})\n"
+    pg = PgvectorStore("kw-big", PROFILE, engine)
+    pg.reset()
+    try:
+        written = index_documents(pg, LocalEmbedder(PROFILE),
+                                  [Document("big.md", text, {"heading_breadcrumb": []}, "h")])
+
+        assert written >= 1
+        assert [h.source for h in pg.keyword_search("quokka", top_k=5)] == ["big.md"]
+    finally:
+        pg.reset()

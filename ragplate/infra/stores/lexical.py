@@ -22,6 +22,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ragplate.catalog.schema import DOCS_SEARCH_TEXT_CHARS
+
 K1 = 1.2
 B = 0.75
 #: A word of the source label or breadcrumb counts this many times (plus its own once).
@@ -51,8 +53,9 @@ def field_text(source: str, metadata: Mapping[str, Any]) -> str:
 
 
 def term_counts(source: str, text: str, metadata: Mapping[str, Any]) -> Counter[str]:
-    """Term frequencies of one chunk, field words boosted."""
-    counts = Counter(tokens(text))
+    """Term frequencies of one chunk, field words boosted; as in PostgreSQL, only the
+    first :data:`~ragplate.catalog.schema.DOCS_SEARCH_TEXT_CHARS` characters of its text."""
+    counts = Counter(tokens(text[:DOCS_SEARCH_TEXT_CHARS]))
     for word in tokens(field_text(source, metadata)):
         counts[word] += 1 + FIELD_BOOST
     return counts
