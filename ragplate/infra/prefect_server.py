@@ -30,6 +30,7 @@ from sqlalchemy.engine import make_url
 from ragplate.catalog.errors import ServiceError
 from ragplate.catalog.settings import Settings
 from ragplate.infra import database, postgres
+from ragplate.infra.home import ensure_dir
 
 PID_FILE = "prefect-server.pid"
 LOG_FILE = "prefect-server.log"
@@ -87,7 +88,7 @@ def prefect_database_url(settings: Settings) -> str:
 
 @contextmanager
 def _locked(settings: Settings) -> Iterator[None]:
-    settings.run_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(settings.run_dir)
     with _thread_lock, fasteners.InterProcessLock(str(settings.run_dir / LOCK_FILE)):
         yield
 
@@ -146,8 +147,8 @@ def _spawn(settings: Settings) -> int:
         PREFECT_API_URL=url,
         PREFECT_UI_API_URL=url,
     )
-    settings.log_dir.mkdir(parents=True, exist_ok=True)
-    (settings.home / "prefect").mkdir(parents=True, exist_ok=True)
+    ensure_dir(settings.log_dir)
+    ensure_dir(settings.home / "prefect")
     command = [sys.executable, "-m", "prefect", "server", "start"]
     command += ["--host", "127.0.0.1", "--port", str(settings.prefect_port)]
     with open(settings.log_dir / LOG_FILE, "ab") as log:
