@@ -232,3 +232,41 @@ def test_status_json(runner: CliRunner, ragplate_home: Path, developer_index: Do
     assert postgres["url"].startswith("postgresql+psycopg://postgres@/ragplate")
     assert str(ragplate_home) in postgres["url"]
     assert services["prefect"]["url"].startswith("http://127.0.0.1:")
+
+
+def test_serve_refuses_a_port_another_server_holds_in_one_line() -> None:
+    import socket
+
+    from ragplate.api.cli.services import check_port_free
+    from ragplate.catalog.errors import ServiceError
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+
+        with pytest.raises(ServiceError) as error:
+            check_port_free("127.0.0.1", port)
+
+    assert str(error.value).startswith(f"cannot serve on 127.0.0.1:{port}: ")
+    assert error.value.exit_code == 3
+    check_port_free("127.0.0.1", port)  # free again: no error
+
+
+def test_ctrl_c_exits_130_saying_aborted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragplate.api.cli import main
+    from ragplate.infra import services
+
+    def interrupted(settings: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(services, "status", interrupted)
+    monkeypatch.setattr("sys.argv", ["ragplate", "status"])
+
+    with pytest.raises(SystemExit) as exited:
+        main()
+
+    assert exited.value.code == 130
+    assert capsys.readouterr().err.strip() == "Aborted."

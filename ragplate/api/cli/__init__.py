@@ -70,6 +70,8 @@ def main() -> None:
         # Without standalone mode Typer returns exit codes (e.g. 130 on Ctrl-C) instead
         # of exiting with them.
         code = app(standalone_mode=False)
+        if code == 130:  # Typer's answer to Ctrl-C without standalone mode
+            err_console.print("Aborted.")
         if isinstance(code, int) and code:
             sys.exit(code)
     except RagplateError as exc:

@@ -58,7 +58,8 @@ def status(json_output: Annotated[bool, typer.Option("--json")] = False) -> None
 
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (RAGPLATE_API_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (RAGPLATE_API_PORT).")] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535,
+                                             help="Port (RAGPLATE_API_PORT).")] = None,
 ) -> None:
     """Serve the API (health, documentation search; OpenAPI at /docs).
 
@@ -70,9 +71,33 @@ def serve(
     from ragplate.infra.runtime import Runtime
 
     settings = get_settings()
+    bind_host, bind_port = host or settings.api_host, port or settings.api_port
+    check_port_free(bind_host, bind_port)
     Runtime(settings).engine  # noqa: B018 - fail fast on the database before binding
-    uvicorn.run("ragplate.api.app:create_app", factory=True, host=host or settings.api_host,
-                port=port or settings.api_port, log_level="info")
+    uvicorn.run("ragplate.api.app:create_app", factory=True, host=bind_host, port=bind_port,
+                log_level="info")
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise :class:`ServiceError` (one line, exit 3) when ``host:port`` cannot be bound,
+    e.g. another ``serve`` holds it, rather than uvicorn's log lines."""
+    import socket
+
+    from ragplate.catalog.errors import ServiceError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ServiceError(f"cannot serve on {host}:{port}: {exc}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ServiceError(f"cannot serve on {host}:{port}: {exc.strerror}; stop what "
+                               "holds the port or choose another with --port or "
+                               "RAGPLATE_API_PORT") from None
 
 
 @db_app.command("upgrade")
