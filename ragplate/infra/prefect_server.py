@@ -116,8 +116,22 @@ def _server_pid(settings: Settings) -> int | None:
         pid = int((settings.run_dir / PID_FILE).read_text().strip())
     except (OSError, ValueError):
         return None
-    # A stale pid file may name a pid the system has since given to another program.
-    return pid if "prefect" in " ".join(_cmdline(pid)) else None
+    # A stale pid file may name a pid the system has since given to another program (even
+    # one with "prefect" in its command line): only this home's server counts.
+    return pid if _is_our_server(pid, settings) else None
+
+
+def _is_our_server(pid: int, settings: Settings) -> bool:
+    """Whether ``pid`` runs ``python -m prefect server start`` with this home's
+    ``PREFECT_HOME`` (when its environment can be read)."""
+    command = " ".join(_cmdline(pid))
+    if "-m prefect server start" not in command:
+        return False
+    try:
+        environment = psutil.Process(pid).environ()
+    except psutil.Error:
+        return True  # not readable (another user): the command line has to do
+    return environment.get("PREFECT_HOME") == str(settings.home / "prefect")
 
 
 def _port_free(port: int) -> bool:

@@ -196,3 +196,25 @@ def test_an_external_api_url_that_cannot_be_reached_is_one_service_error(
            "reached" in str(error.value)
     assert error.value.exit_code == 3
     assert not (settings.run_dir / prefect_server.PID_FILE).exists()  # nothing spawned
+
+
+def test_a_stale_pid_file_naming_another_prefect_process_is_not_our_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    settings = _settings(tmp_path)
+    # A process whose command line looks like a Prefect server, but not this home's.
+    other = subprocess.Popen(["bash", "-c", "exec -a 'python -m prefect server start' sleep 60"],
+                             env={"PATH": os.environ["PATH"]})
+    try:
+        settings.run_dir.mkdir(parents=True)
+        (settings.run_dir / prefect_server.PID_FILE).write_text(str(other.pid))
+
+        assert prefect_server.status(settings)["running"] is False
+        assert prefect_server.stop(settings) is False
+        assert other.poll() is None  # left alone
+    finally:
+        other.kill()
+        other.wait()
