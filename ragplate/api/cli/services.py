@@ -22,7 +22,8 @@ def _print_states(states: list[ServiceState], json_output: bool) -> None:
         return
     table = Table()
     for column in ("service", "state", "url", "pid", "detail"):
-        table.add_column(column)
+        # The URL is folded, never cut: its socket directory is what an operator looks for.
+        table.add_column(column, overflow="fold" if column == "url" else "ellipsis")
     for s in states:
         table.add_row(s.name, "[green]running[/green]" if s.running else "[red]stopped[/red]",
                       s.url or "", str(s.pid or ""), s.detail or "")
