@@ -16,7 +16,8 @@ from prefect.artifacts import (
 )
 
 from ragplate.catalog.documents import INDEXES
-from ragplate.catalog.errors import InvalidInputError
+from ragplate.catalog.errors import InvalidInputError, ServiceError
+from ragplate.infra import locks
 from ragplate.infra.runtime import Runtime
 from ragplate.tasks import index, progress, wrappers
 from ragplate.tasks.split import make_splitter
@@ -70,6 +71,16 @@ def index_rag_docs(
     that a root without any Markdown file deletes nothing unless ``allow_empty``.
     """
     runtime = Runtime()
+    with locks.index_lock(runtime.engine) as acquired:
+        if not acquired:
+            raise ServiceError("another index-docs run is indexing this database; nothing "
+                               "was changed: run again when it has finished")
+        return _index(runtime, profile, path, prefix, full, allow_empty)
+
+
+def _index(runtime: Runtime, profile: IndexProfile, path: str | None, prefix: str | None,
+           full: bool, allow_empty: bool) -> list[dict[str, Any]]:
+    """The run under the index lock: read, plan, check, then write index by index."""
     targets = indexes_for(profile)
     roots = resolve_roots(runtime, path, prefix)
     others = [p for p in runtime.settings.all_roots() if p not in roots]

@@ -10,6 +10,10 @@ connection closes, and no expiry time is needed to recover from a dead holder.
 - the **run lock** (:class:`RunLock`): held by the process executing a switch for as long
   as it runs, so ``--resume``/``--abandon`` can tell a switch running normally (held) from
   one whose process was killed (free).
+
+And one of indexing: the **index lock** (:func:`index_lock`), held by an ``index-docs``
+run while it plans and writes, so that two runs (a cron job and a manual run) do not do
+the same work twice.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ LOCK_CLASS = 7310
 START_LOCK = 1
 STATE_LOCK = 2
 RUN_LOCK = 3
+INDEX_LOCK = 4
 
 
 def _try(conn: Connection, lock: int) -> bool:
@@ -65,6 +70,13 @@ def start_lock(engine: Engine) -> Iterator[bool]:
     """The start lock for the block: yields ``False`` when another start holds it (the
     caller refuses). Held only while a start checks and stores its state."""
     with _session_lock(engine, START_LOCK) as acquired:
+        yield acquired
+
+
+@contextlib.contextmanager
+def index_lock(engine: Engine) -> Iterator[bool]:
+    """The index lock for the block: yields ``False`` when another indexing run holds it."""
+    with _session_lock(engine, INDEX_LOCK) as acquired:
         yield acquired
 
 

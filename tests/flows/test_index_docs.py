@@ -381,3 +381,19 @@ def test_flow_run_and_summary_artifact_are_on_the_server(
     assert "local:intfloat/multilingual-e5-small" in (summary.description or "")
     assert by_key["index-rag-docs-progress"].data == 100.0
     assert "incremental" in str(by_key["index-rag-docs-report"].data)
+
+
+def test_a_run_while_another_holds_the_index_lock_changes_nothing(
+    first_run: dict[str, Any], corpus: Path, store: DocumentStore, engine: sa.Engine,
+) -> None:
+    from ragplate.catalog.errors import ServiceError
+    from ragplate.infra import locks
+
+    before = snapshot(engine, store)
+    with locks.index_lock(engine) as acquired:  # as a run in another process holds it
+        assert acquired
+        with pytest.raises(ServiceError, match="another index-docs run is indexing"):
+            run(corpus, full=True)
+
+    assert snapshot(engine, store) == before
+    assert run(corpus)["re-embedded"] == 0  # free again: a normal, incremental run
