@@ -289,7 +289,10 @@ def status(settings: Settings) -> dict[str, Any]:
         return {"running": ok, "pid": None, "url": external, "healthy": ok, "external": True}
     pid, url = _server_pid(settings), local_api_url(settings)
     ok = pid is not None and healthy(url)
-    return {"running": pid is not None, "pid": pid, "url": url, "healthy": ok, "external": False}
+    # Started before RAGPLATE_PREFECT_PORT changed: it listens elsewhere (start replaces it).
+    other_port = pid is not None and str(settings.prefect_port) not in _cmdline(pid)
+    return {"running": pid is not None, "pid": pid, "url": url, "healthy": ok, "external": False,
+            "other_port": other_port}
 
 
 @contextmanager

@@ -66,6 +66,10 @@ def _prefect(settings: Settings, detail: str = "") -> ServiceState:
         return ServiceState(PREFECT, info["healthy"], info["url"], None, detail)
     if not info["running"]:
         return ServiceState(PREFECT, False, info["url"], None, detail or "stopped")
+    if info.get("other_port"):
+        return ServiceState(PREFECT, True, info["url"], info["pid"],
+                            "listening on another port (RAGPLATE_PREFECT_PORT changed): "
+                            "`ragplate up` replaces it")
     if not info["healthy"]:
         detail = f"{detail}, not healthy yet" if detail else "not healthy yet"
     return ServiceState(PREFECT, True, info["url"], info["pid"], detail or "running")
@@ -84,7 +88,8 @@ def up(settings: Settings) -> list[ServiceState]:
     if not pg.running:
         # The local Prefect server keeps its state in PostgreSQL: it could not start.
         return [pg, _prefect(settings, "not started: PostgreSQL is unavailable")]
-    was_running = prefect_server.status(settings)["running"]
+    before = prefect_server.status(settings)
+    was_running = before["running"] and not before.get("other_port")
     prefect_server.start(settings)
     return [pg, _prefect(settings, "running" if was_running else "started")]
 

@@ -102,6 +102,19 @@ def test_second_up_reuses_the_running_services(
 
 
 @pytest.mark.slow
+def test_status_after_the_prefect_port_changed_says_up_replaces_the_server(
+    svc_settings: Settings, started: dict[str, ServiceState]
+) -> None:
+    moved = svc_settings.model_copy(update={"prefect_port": _free_port()})
+
+    prefect = _by_name(services.status(moved))["prefect"]
+
+    assert prefect.running and prefect.pid == started["prefect"].pid
+    assert prefect.detail == ("listening on another port (RAGPLATE_PREFECT_PORT changed): "
+                              "`ragplate up` replaces it")
+
+
+@pytest.mark.slow
 def test_flow_run_is_visible_on_the_local_server(
     svc_settings: Settings, started: dict[str, ServiceState]
 ) -> None:
