@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -31,6 +30,7 @@ from ragplate.catalog.errors import ServiceError
 from ragplate.catalog.settings import Settings
 from ragplate.infra import database, postgres
 from ragplate.infra.home import ensure_dir
+from ragplate.infra.ports import bind_error
 
 PID_FILE = "prefect-server.pid"
 LOG_FILE = "prefect-server.log"
@@ -135,14 +135,13 @@ def _is_our_server(pid: int, settings: Settings) -> bool:
 
 
 def _port_free(port: int) -> bool:
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            # SO_REUSEADDR, as uvicorn binds: a port in TIME_WAIT is not "taken".
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind(("127.0.0.1", port))
-            return True
-    except OSError:
-        return False
+    return bind_error("127.0.0.1", port) is None
+
+
+def _on_other_port(pid: int, settings: Settings) -> bool:
+    """Whether our server ``pid`` was started before RAGPLATE_PREFECT_PORT changed (it
+    listens elsewhere; :func:`start` replaces it)."""
+    return str(settings.prefect_port) not in _cmdline(pid)
 
 
 def _spawn(settings: Settings) -> int:
@@ -221,7 +220,7 @@ def start(settings: Settings, *, timeout: float = 90) -> str:
         if healthy(url):
             return url
         pid = _server_pid(settings)
-        if pid is not None and str(settings.prefect_port) not in _cmdline(pid):
+        if pid is not None and _on_other_port(pid, settings):
             # Started before RAGPLATE_PREFECT_PORT changed: replace it rather than wait.
             _stop_pid(settings, pid, timeout=20)
             pid = None
@@ -289,10 +288,8 @@ def status(settings: Settings) -> dict[str, Any]:
         return {"running": ok, "pid": None, "url": external, "healthy": ok, "external": True}
     pid, url = _server_pid(settings), local_api_url(settings)
     ok = pid is not None and healthy(url)
-    # Started before RAGPLATE_PREFECT_PORT changed: it listens elsewhere (start replaces it).
-    other_port = pid is not None and str(settings.prefect_port) not in _cmdline(pid)
     return {"running": pid is not None, "pid": pid, "url": url, "healthy": ok, "external": False,
-            "other_port": other_port}
+            "other_port": pid is not None and _on_other_port(pid, settings)}
 
 
 @contextmanager

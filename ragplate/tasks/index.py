@@ -165,6 +165,24 @@ def emptied_roots(documents: Sequence[Document], prefixes: Sequence[str]) -> lis
     return [p for p in prefixes if p not in read]
 
 
+def root_sources(
+    stored: Mapping[str, SourceRecord],
+    roots: Sequence[str],
+    *,
+    prefixes: Sequence[str],
+    other_prefixes: Sequence[str] = (),
+) -> dict[str, list[str]]:
+    """Per root of ``roots`` (a subset of ``prefixes``, all the roots read), the stored
+    sources that belong to it (see :func:`in_scope`); roots without any are left out."""
+    found: dict[str, list[str]] = {}
+    for prefix in roots:
+        others = [*other_prefixes, *(p for p in prefixes if p != prefix)]
+        own = [s for s, record in stored.items() if in_scope(s, [prefix], others, record.root)]
+        if own:
+            found[prefix] = own
+    return found
+
+
 def emptied_root_deletions(
     plan: IndexPlan,
     stored: Mapping[str, SourceRecord],
@@ -175,13 +193,8 @@ def emptied_root_deletions(
 ) -> dict[str, list[str]]:
     """Per emptied root, the sources ``plan`` would delete from it (roots without any
     are left out). ``prefixes`` are all the roots read in this run."""
-    found: dict[str, list[str]] = {}
-    for prefix in emptied:
-        others = [*other_prefixes, *(p for p in prefixes if p != prefix)]
-        gone = [s for s in plan.deleted if in_scope(s, [prefix], others, stored[s].root)]
-        if gone:
-            found[prefix] = gone
-    return found
+    deleted = {s: stored[s] for s in plan.deleted}
+    return root_sources(deleted, emptied, prefixes=prefixes, other_prefixes=other_prefixes)
 
 
 def refuse_emptied_roots(

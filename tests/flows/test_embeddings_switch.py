@@ -174,6 +174,18 @@ def test_a_stall_fails_naming_the_queue_and_worker_and_resume_writes_only_pendin
     assert rewritten and not rewritten & written_before
 
 
+def fail_a_switch(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Start a switch to the other profile that fails in indexes (a chunk that never
+    writes); returns its target. Faults are off again afterwards."""
+    target = other(runtime)
+    monkeypatch.setenv("RAGPLATE_SWITCH_FAULTS", "fail:rag:user#1:99")
+    state, _ = run_flow(action="start", profile=target)
+    with pytest.raises(SwitchFailedError):
+        state.result()
+    monkeypatch.delenv("RAGPLATE_SWITCH_FAULTS")
+    return target
+
+
 def test_spent_rounds_fail_naming_the_chunk_then_abandon_restores_the_previous_model(
     runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -200,15 +212,11 @@ def test_spent_rounds_fail_naming_the_chunk_then_abandon_restores_the_previous_m
 def test_abandon_keeps_sources_indexed_with_path_while_the_switch_was_failed(
     runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    target, before = other(runtime), sw.serving(runtime.engine)
-    monkeypatch.setenv("RAGPLATE_SWITCH_FAULTS", "fail:rag:user#1:99")
-    state, _ = run_flow(action="start", profile=target)
-    with pytest.raises(SwitchFailedError):
-        state.result()
+    before = sw.serving(runtime.engine)
+    fail_a_switch(runtime, monkeypatch)
     # What `index-docs --path DIR --prefix qa` writes meanwhile: the serving model's index.
     serving_index = runtime.store("developer", sw.profile(before))
     serving_index.add([], [SourceRecord("qa/extra.md", "h", before, 0, root="qa")])
-    monkeypatch.delenv("RAGPLATE_SWITCH_FAULTS")
     try:
         restored, _ = run_flow(action="abandon")
 
@@ -225,9 +233,7 @@ def test_records_edited_while_a_switch_is_failed_are_embedded_with_both_models(
     from ragplate.tasks.content import save_content
     from ragplate.tasks.records import embedding_profiles_for_writes, text_hash
 
-    target = other(runtime)
-    monkeypatch.setenv("RAGPLATE_SWITCH_FAULTS", "fail:rag:user#1:99")
-    run_flow(action="start", profile=target)
+    target = fail_a_switch(runtime, monkeypatch)
     assert read_state(runtime.engine).status == "failed"
     profiles = embedding_profiles_for_writes(runtime.engine)
     assert [p.key for p in profiles] == [sw.serving(runtime.engine), target]
@@ -240,7 +246,6 @@ def test_records_edited_while_a_switch_is_failed_are_embedded_with_both_models(
             "SELECT model_key, text_hash FROM model_embeddings WHERE record_key = '3'")).all())
     expected = text_hash("Edited during the switch\n\nnew words for record 3")
     assert hashes == {sw.serving(runtime.engine): expected, target: expected}
-    monkeypatch.delenv("RAGPLATE_SWITCH_FAULTS")
     run_flow(action="resume")
     assert_serves(runtime, target)
 

@@ -82,23 +82,14 @@ def serve(
 def check_port_free(host: str, port: int) -> None:
     """Raise :class:`ServiceError` (one line, exit 3) when ``host:port`` cannot be bound,
     e.g. another ``serve`` holds it, rather than uvicorn's log lines."""
-    import socket
-
     from ragplate.catalog.errors import ServiceError
+    from ragplate.infra.ports import bind_error
 
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        raise ServiceError(f"cannot serve on {host}:{port}: {exc}") from None
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            raise ServiceError(f"cannot serve on {host}:{port}: {exc.strerror}; stop what "
-                               "holds the port or choose another with --port or "
-                               "RAGPLATE_API_PORT") from None
+    error = bind_error(host, port)
+    if error is not None:
+        raise ServiceError(f"cannot serve on {host}:{port}: {error.strerror or error}; stop "
+                           "what holds the port or choose another with --port or "
+                           "RAGPLATE_API_PORT")
 
 
 @db_app.command("upgrade")

@@ -19,7 +19,7 @@ from ragplate.catalog.documents import Document
 from ragplate.catalog.errors import SourceError
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.stores.base import SourceRecord
-from ragplate.tasks.index import emptied_roots, in_scope
+from ragplate.tasks.index import emptied_roots, in_scope, root_sources
 
 
 def foreign_sources(stored: Mapping[str, SourceRecord], prefixes: Sequence[str]) -> Counter[str]:
@@ -35,12 +35,8 @@ def foreign_sources(stored: Mapping[str, SourceRecord], prefixes: Sequence[str])
 def emptied_counts(stored: Mapping[str, SourceRecord], documents: Sequence[Document],
                    prefixes: Sequence[str]) -> Counter[str]:
     """Per configured root that read no Markdown file, how many stored sources it holds."""
-    counts: Counter[str] = Counter()
-    for prefix in emptied_roots(documents, prefixes):
-        others = [p for p in prefixes if p != prefix]
-        counts[prefix] = sum(1 for source, record in stored.items()
-                             if in_scope(source, [prefix], others, record.root))
-    return +counts
+    own = root_sources(stored, emptied_roots(documents, prefixes), prefixes=prefixes)
+    return Counter({prefix: len(sources) for prefix, sources in own.items()})
 
 
 def refusal(stored: Mapping[str, Mapping[str, SourceRecord]], documents: Sequence[Document],

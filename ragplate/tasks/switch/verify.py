@@ -80,6 +80,7 @@ def check_documentation(runtime: Runtime, profile: EmbeddingProfile) -> list[str
     if not indexes:
         return problems
     roots = runtime.settings.all_roots()
+    prefixes = list(roots)
     documents = read_sources(roots)
     vector = runtime.embedder(profile).embed_query(VERIFY_QUERY)
     for index in indexes:
@@ -89,7 +90,7 @@ def check_documentation(runtime: Runtime, profile: EmbeddingProfile) -> list[str
         # Sources of roots that are not configured are not the switch's to check: only an
         # abandon's target (the serving model) can hold them, indexed with --path.
         extra = sorted(s for s in set(records) - expected
-                       if in_scope(s, list(roots), (), records[s].root))
+                       if in_scope(s, prefixes, (), records[s].root))
         missing = sorted(expected - set(records))
         if missing or extra:
             problems.append(f"documentation index {index} of {profile.key}: missing "
