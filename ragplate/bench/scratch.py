@@ -22,9 +22,9 @@ def scratch_home(prefix: str) -> Iterator[tuple[Path, Settings]]:
     """A temporary directory whose ``home`` is ``RAGPLATE_HOME`` for the block, with the
     settings read from it. Afterwards the services started there are stopped, the
     environment is restored and the directory is removed, whatever happened."""
-    from ragplate.catalog.settings import get_settings
     from ragplate.infra import postgres, prefect_server
     from ragplate.infra.database import dispose_all
+    from ragplate.infra.environment import get_settings
 
     scratch = Path(tempfile.mkdtemp(prefix=prefix))
     saved = {key: os.environ.get(key) for key in _ENVIRONMENT}

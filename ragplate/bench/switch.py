@@ -25,9 +25,9 @@ console = Console()
 
 def _texts(runtime: Any, records: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
     """The texts a switch embeds: one per record, and every documentation chunk."""
-    from ragplate.tasks.read import developer_corpus, read_sources, user_corpus
-    from ragplate.tasks.records import compose_text
-    from ragplate.tasks.split import make_splitter, split_documents
+    from ragplate.tasks.indexing.read import developer_corpus, read_sources, user_corpus
+    from ragplate.tasks.indexing.split import make_splitter, split_documents
+    from ragplate.tasks.records.texts import compose_text
 
     documents = read_sources(runtime.settings.all_roots())
     splitter = make_splitter(runtime.settings)
@@ -55,7 +55,7 @@ def _load(runtime: Any, pairs: list[tuple[str, str]], key: str, batch: int = 64)
     """Published ``cms.contents`` records (one English translation each) and their
     vectors of ``key``; the HNSW index is built once at the end."""
     from ragplate.catalog.profiles import get_profile
-    from ragplate.tasks.content import load_published
+    from ragplate.tasks.records.content import load_published
 
     profile = get_profile(key)
     load_published(runtime.engine, pairs, profile=profile, embedder=runtime.embedder(profile),
@@ -70,7 +70,7 @@ def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 def _killed_and_resumed(runtime: Any, target: str, phase: str, point: int) -> dict[str, Any]:
     """Switch to ``target`` in a subprocess killed at the ``point``-th checkpoint of
     ``phase``, resume it, and measure what was done twice."""
-    from ragplate.tasks.switch.state import read_state
+    from ragplate.infra.switch_state import read_state
 
     started = time.perf_counter()
     killed = _cli("embeddings", "switch", target, "--yes",
@@ -97,9 +97,9 @@ def run(*, records: int, output: Path, source: str, target: str) -> dict[str, An
     from ragplate.flows.embeddings_switch import embeddings_switch
     from ragplate.infra import prefect_server, settings_store
     from ragplate.infra.runtime import Runtime
-    from ragplate.tasks.demo import demo_paragraphs, demo_records
+    from ragplate.infra.switch_state import read_state
+    from ragplate.tasks.records.demo import demo_paragraphs, demo_records
     from ragplate.tasks.switch.indexes import entity_chunks, rag_chunks
-    from ragplate.tasks.switch.state import read_state
 
     with scratch_home("ragplate-bench-switch-") as (_, settings):
         runtime = Runtime(settings)

@@ -3,8 +3,9 @@
 Both formats are strict: every key is required (no defaults, no unknown keys), values are
 typed without coercion (``"5"`` is not a ``top_k``, ``1`` is not a boolean), and the
 spec's patterns and caps apply. A dataset is hand-authored data, so nothing in it is
-trusted before it passed these models; ``ragplate.tasks.datasets`` reads files into them
-and turns a validation failure into an error naming the case and the field.
+trusted before it passed these models; ``ragplate.tasks.evaluation.dataset_files`` reads
+files into them and turns a validation failure into an error naming the case and the
+field.
 
 **Documentation datasets** are the format of the public laraplate benchmarks
 (``../shared/benchmarks/laraplate/*.json``), loaded unchanged. Top level: ``version``,
@@ -39,7 +40,7 @@ index), ``expected_citation_labels``, ``expect_authorized_empty``,
 
 ``data_classification`` is ``synthetic`` (invented, committed as a fixture) or ``private``
 (built from a real corpus: refused inside the project directory, see
-``ragplate.tasks.datasets``).
+``ragplate.tasks.evaluation.dataset_files``).
 """
 
 from __future__ import annotations

@@ -11,14 +11,12 @@ identifier: the model refuses anything else.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal
+from collections.abc import Sequence
+from typing import Annotated, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from ragplate.catalog.errors import ConfigurationError, UnknownEntityError
-
-if TYPE_CHECKING:
-    from ragplate.catalog.settings import Settings
 
 Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_]{0,62}$")]
 KeyType = Literal["bigint", "integer", "text", "uuid"]
@@ -107,12 +105,16 @@ SHIPPED: dict[str, Entity] = {
 }
 
 
-def entities(settings: Settings | None = None) -> dict[str, Entity]:
-    """Every declared entity by name: the shipped ones, then ``RAGPLATE_ENTITIES``."""
-    if settings is None:
-        from ragplate.catalog.settings import get_settings
+class DeclaredEntities(Protocol):
+    """What the registry reads of the settings (:class:`~ragplate.catalog.settings.
+    Settings` is one): the entities the operator declared."""
 
-        settings = get_settings()
+    @property
+    def entities(self) -> Sequence[Entity]: ...
+
+
+def entities(settings: DeclaredEntities) -> dict[str, Entity]:
+    """Every declared entity by name: the shipped ones, then ``RAGPLATE_ENTITIES``."""
     registry = dict(SHIPPED)
     for entity in settings.entities:
         if entity.name in registry:
@@ -122,7 +124,7 @@ def entities(settings: Settings | None = None) -> dict[str, Entity]:
     return registry
 
 
-def get_entity(name: str, settings: Settings | None = None) -> Entity:
+def get_entity(name: str, settings: DeclaredEntities) -> Entity:
     """The entity called ``name``; raises :class:`UnknownEntityError` (HTTP 422) naming it."""
     registry = entities(settings)
     try:

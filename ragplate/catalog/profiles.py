@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -96,7 +95,7 @@ PROFILES: dict[str, EmbeddingProfile] = {
 
 
 #: Tests only: fast deterministic hashing embedders (local variant ``hashing-<dims>``, see
-#: ``ragplate.infra.embedders.hashing``) of other dimensions than the real models, so a
+#: ``ragplate.infra.models.hashing``) of other dimensions than the real models, so a
 #: switch whose dimensions differ, and fault tests of the switch, run in seconds. The
 #: ``misdeclared`` one declares 32 dimensions but measures 64: its probe must fail.
 TEST_PROFILES: dict[str, EmbeddingProfile] = {
@@ -113,13 +112,10 @@ TEST_PROFILES: dict[str, EmbeddingProfile] = {
 
 
 def enable_test_profiles() -> None:
-    """Declare :data:`TEST_PROFILES` in this process (``RAGPLATE_TEST_PROFILES=true``
-    does it at import, so that subprocesses of a test see them too)."""
+    """Declare :data:`TEST_PROFILES` in this process (loading settings with
+    ``RAGPLATE_TEST_PROFILES=true`` does it, so that subprocesses of a test see them too)."""
     PROFILES.update(TEST_PROFILES)
 
-
-if os.environ.get("RAGPLATE_TEST_PROFILES", "").strip().lower() in ("1", "true", "yes", "on"):
-    enable_test_profiles()
 
 def get_profile(key: str, profiles: dict[str, EmbeddingProfile] | None = None) -> EmbeddingProfile:
     """The declared profile for ``key``; raises :class:`UnknownProfileError`."""

@@ -112,7 +112,7 @@ cms_content_translations = sa.Table(
 
 #: Vectors of embeddable records, one per (entity, record, locale, model). ``embedding``
 #: has no fixed length: each model key gets its own partial HNSW index on a typed cast
-#: (see ``ragplate.infra.stores.model_embeddings``), created on demand.
+#: (see ``ragplate.infra.records.vectors``), created on demand.
 model_embeddings = sa.Table(
     "model_embeddings",
     metadata,

@@ -4,7 +4,7 @@ query class, applied when ``RAGPLATE_SEARCH_ADAPTIVE_TUNING`` is on.
 It is not learning: nothing reads user behaviour and two identical requests get identical
 rankings. The class set (``classes[<query class>]``) overrides ``default``; a parameter
 left out keeps the planner's value for that query (the L0 constants of
-:mod:`ragplate.tasks.rank_fusion`). Parameters: ``keyword_weight``, ``vector_weight``,
+:mod:`ragplate.tasks.retrieval.fusion`). Parameters: ``keyword_weight``, ``vector_weight``,
 ``hybrid_weight``, ``rrf_weight`` and ``agreement_boost`` (numbers in ``[0, 1]``) and
 ``rrf_k`` (an integer >= 1); a set naming all three weights keeps one positive.
 

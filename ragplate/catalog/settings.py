@@ -1,29 +1,22 @@
-"""Process settings, read from ``RAGPLATE_*`` environment variables.
+"""Process settings: every ``RAGPLATE_*`` variable, its type, default and meaning.
 
 These are deployment settings (where things are, how big batches are). The active
 embedding profile is not one of them: it is stored in PostgreSQL (see
 ``ragplate.infra.settings_store``) so every process sharing a database agrees on it.
+
+This module declares them and reads nothing: the edges (a CLI command, the API's factory,
+a flow's start) read them once with :func:`ragplate.infra.environment.load_settings` and
+pass them on.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SecretStr,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from pydantic_settings.exceptions import SettingsError
 
 from ragplate.catalog.entities import Entity
 from ragplate.catalog.errors import ConfigurationError
@@ -31,6 +24,8 @@ from ragplate.catalog.errors import ConfigurationError
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BUNDLED_DOCS = PROJECT_ROOT / "docs"
 DEFAULT_PROFILE = "local:intfloat/multilingual-e5-small"
+#: ``RAGPLATE_HOME`` when neither it nor ``XDG_DATA_HOME`` is set (``~`` is expanded).
+DEFAULT_HOME = Path("~/.local/share/ragplate")
 #: The document-context share of stored documentation vectors (see ``docs_context_weight``).
 DEFAULT_DOCS_CONTEXT_WEIGHT = 1.0
 
@@ -38,11 +33,6 @@ SplitterName = Literal["markdown_aware", "sentence", "delimiter"]
 StoreName = Literal["pgvector", "filesystem", "memory"]
 RerankApi = Literal["tei", "cohere"]
 DocsRetrieval = Literal["vector", "hybrid"]
-
-
-def _default_home() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "ragplate"
 
 
 class ServerSettings(BaseModel):
@@ -116,9 +106,10 @@ class Settings(BaseSettings):
     )
 
     home: Path = Field(
-        default_factory=_default_home,
+        default=DEFAULT_HOME,
         description="Data directory of the embedded services (PostgreSQL data, Prefect "
-        "server state, logs, filesystem store).",
+        "server state, logs, filesystem store). Default: $XDG_DATA_HOME/ragplate, or "
+        "~/.local/share/ragplate.",
     )
     database_url: SecretStr | None = Field(
         default=None,
@@ -366,41 +357,3 @@ def switch_fallback(name: str, value: object) -> float:
 def clamp_top_k(value: int) -> int:
     """Retrieval depth is always between 1 and 10."""
     return max(1, min(10, int(value)))
-
-
-def load_settings() -> Settings:
-    """Settings from the environment; a value that does not parse raises
-    :class:`ConfigurationError` naming the variable (not pydantic's traceback)."""
-    try:
-        return Settings()
-    except ValidationError as exc:
-        problems = [
-            f"{_variable(error['loc'])}: {error['msg']}{_shown(error['loc'], error.get('input'))}"
-            for error in exc.errors(include_url=False)
-        ]
-        raise ConfigurationError("invalid setting: " + "; ".join(problems)) from None
-    except SettingsError as exc:
-        # pydantic-settings names the field, not the variable: "error parsing value for
-        # field "switch_retry_delays" from source …".
-        match = re.search(r'field "([^"]+)"', str(exc))
-        name = _variable((match.group(1),)) if match else "a RAGPLATE_ variable"
-        raise ConfigurationError(f"invalid setting: {name} is not valid JSON") from None
-
-
-def _shown(loc: tuple[Any, ...], value: object) -> str:
-    """The rejected value for the message, unless the variable may hold a secret."""
-    if any(word in str(part).lower() for part in loc
-           for word in ("key", "secret", "token", "password", "url")):
-        return ""
-    return f" (got {str(value)[:80]!r})"
-
-
-def _variable(loc: tuple[Any, ...]) -> str:
-    """The environment variable of a settings field location."""
-    return "RAGPLATE_" + "__".join(str(part).upper() for part in loc)
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    """The process-wide settings (cached; tests call ``get_settings.cache_clear()``)."""
-    return load_settings()

@@ -15,12 +15,14 @@ from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from ragplate.catalog.switch import Action, SwitchFailedError, SwitchRefusedError, SwitchState
+from ragplate.infra.environment import get_settings
 from ragplate.infra.locks import RunLock
 from ragplate.infra.runtime import Runtime
-from ragplate.tasks.switch import wrappers
+from ragplate.infra.switch_state import read_state
+from ragplate.tasks.switch import steps
 from ragplate.tasks.switch.phases import PhaseContext
 from ragplate.tasks.switch.report import Reporter
-from ragplate.tasks.switch.state import mark_failed, read_state
+from ragplate.tasks.switch.state import mark_failed
 
 
 def _flow_run() -> tuple[str | None, int]:
@@ -37,7 +39,7 @@ def embeddings_switch(
     action: Action = "start", profile: str | None = None, force_activate: bool = False
 ) -> dict[str, Any]:
     """Start, resume or abandon an embedding-model switch and run it to its end."""
-    runtime = Runtime()
+    runtime = Runtime(get_settings())
     run_lock = RunLock(runtime.engine)
     if not run_lock.acquire():
         raise SwitchRefusedError("refused: another process is executing the switch right now")
@@ -47,27 +49,27 @@ def embeddings_switch(
             action = "resume"  # a retried flow run continues the stored switch
         reporter = Reporter()
         reporter.open()
-        state = wrappers.begin(action, profile, force_activate, flow_run_id)
+        state = steps.begin(runtime, action, profile, force_activate, flow_run_id)
         reporter.update(state)
         if state.status == "idle":  # an abandon that cleared a preflight, or only a prune
             outcome = "cleared" if action == "abandon" else "pruned"
         else:
             outcome = "restored" if state.abandon else "activated"
         delays = runtime.settings.switch_retry_delays
-        chunk = wrappers.write_chunk.with_options(retry_delay_seconds=delays)
-        batch = wrappers.embed_batch.with_options(retry_delay_seconds=delays)
+        chunk = steps.write_chunk.with_options(retry_delay_seconds=delays)
+        batch = steps.embed_batch.with_options(retry_delay_seconds=delays)
         ctx = PhaseContext(
             runtime, reporter,
-            submit_chunk=lambda phase, plan_id, chunk_id: chunk.submit(phase, plan_id,
+            submit_chunk=lambda phase, plan_id, chunk_id: chunk.submit(runtime, phase, plan_id,
                                                                        chunk_id),
-            submit_batch=lambda target, texts: batch.submit(target, texts),
+            submit_batch=lambda target, texts: batch.submit(runtime, target, texts),
         )
         timings: dict[str, float] = {}
         while state.status == "running" and state.phase is not None:
             phase = state.phase
             started = time.perf_counter()
             try:
-                state = wrappers.phase_task(phase, delays)(phase, ctx)
+                state = steps.phase_task(phase, delays)(phase, ctx)
                 timings[phase] = round(timings.get(phase, 0.0) + time.perf_counter() - started,
                                        3)
             except SwitchFailedError:
@@ -88,7 +90,7 @@ def embeddings_switch(
 
 def _finish(runtime: Runtime, state: SwitchState, reporter: Reporter, outcome: str,
             timings: dict[str, float]) -> dict[str, Any]:
-    pruned = wrappers.prune() if state.prune_pending else None
+    pruned = steps.prune(runtime) if state.prune_pending else None
     state = read_state(runtime.engine)
     reporter.update(state)
     summary = {"outcome": outcome, "serving": runtime.active_profile().key,

@@ -20,23 +20,20 @@ from prefect.artifacts import (
 from ragplate.catalog.datasets import ApplicationContentDataset
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.search_tuning import PROFILE
-from ragplate.tasks import content_eval, strategy_eval, tune_report
-from ragplate.tasks import content_eval_wrappers as steps
-from ragplate.tasks.content_eval import ContentSetup
-from ragplate.tasks.datasets import LoadedDataset
-from ragplate.tasks.ranking_pages import (
-    paste_block,
-    strategies_html,
-    strategy_rows,
-    tuning_html,
-    tuning_rows,
-)
-from ragplate.tasks.report_render import markdown_summary, render_html, table_rows
-from ragplate.tasks.reports import html_path
-from ragplate.tasks.search_strategy import MODES, Mode
-from ragplate.tasks.strategy_eval import RecordedCase
-from ragplate.tasks.tune import Safeguards
-from ragplate.tasks.tune_grid import load_grid
+from ragplate.infra.environment import get_settings
+from ragplate.infra.runtime import Runtime
+from ragplate.tasks.evaluation import application_content, steps, strategies
+from ragplate.tasks.evaluation.application_content import ContentSetup
+from ragplate.tasks.evaluation.dataset_files import LoadedDataset
+from ragplate.tasks.evaluation.pages import markdown_summary, render_html, table_rows
+from ragplate.tasks.evaluation.ranking_pages import strategies_html, strategy_rows
+from ragplate.tasks.evaluation.reports import html_path
+from ragplate.tasks.evaluation.strategies import RecordedCase
+from ragplate.tasks.retrieval.strategy import MODES, Mode
+from ragplate.tasks.tuning import report as tuning_report
+from ragplate.tasks.tuning.grid import load_grid
+from ragplate.tasks.tuning.pages import paste_block, tuning_html, tuning_rows
+from ragplate.tasks.tuning.tuner import Safeguards
 
 log = logging.getLogger(__name__)
 
@@ -54,22 +51,23 @@ def _publish(key: str, title: str, rows: Sequence[dict[str, Any]], summary: str,
                          description=f"HTML page of {title}")
 
 
-def _record(source: str, dataset: str, output: str, force: bool, setup: steps.Setup,
+def _record(runtime: Runtime, source: str, dataset: str, output: str, force: bool,
+            setup: steps.Setup,
             ) -> tuple[Path, LoadedDataset[ApplicationContentDataset], ContentSetup,
                        list[RecordedCase], dict[str, Any]]:
     """The steps the strategies and tuning flows share: refuse the output early, load and
     validate the dataset, then record every case's rankings once."""
     path = steps.check_output(output, force)
-    loaded = steps.load_dataset(dataset, source)
+    loaded = steps.load_content_dataset(runtime, dataset, source)
     steps.validate_dataset(loaded)
-    content = steps.prepare_search(setup, source)
+    content = steps.prepare_search(runtime, setup, source)
     recorded = steps.record_rankings(loaded.data, content)
     return path, loaded, content, recorded, steps.measure_context(loaded, content)
 
 
 def _warn_if_reranker_idle(reranker: dict[str, Any]) -> str | None:
     """Log and print the warning of a reranker that was requested but did not run."""
-    warning = strategy_eval.reranker_warning(reranker)
+    warning = strategies.reranker_warning(reranker)
     if warning:
         log.warning(warning)
         print(f"WARNING: {warning}")
@@ -89,14 +87,15 @@ def evaluate_application_content(source: str, dataset: str, output: str, force: 
     _check_setup(setup)
     if mode not in MODES:
         raise InvalidInputError(f"--mode {mode!r}: expected fast, balanced or deep")
+    runtime = Runtime(get_settings())
     path = steps.check_output(output, force)
-    loaded = steps.load_dataset(dataset, source)
+    loaded = steps.load_content_dataset(runtime, dataset, source)
     steps.validate_dataset(loaded)
-    content = steps.prepare_search(setup, source)
-    outcomes, served = steps.run_cases(loaded.data, content, mode)
-    report = content_eval.build_report(loaded, outcomes, served, content, mode)
+    content = steps.prepare_search(runtime, setup, source)
+    outcomes, served = steps.run_content_cases(loaded.data, content, mode)
+    report = application_content.build_report(loaded, outcomes, served, content, mode)
     steps.validate_report(report, "application_content", path)
-    title = content_eval.report_title(report)
+    title = application_content.report_title(report)
     written = steps.write_report(path, report, force, render_html(report, title=title))
     page = html_path(written)
     _publish("evaluate-application-content", title, table_rows(report),
@@ -112,11 +111,12 @@ def evaluate_retrieval_strategies(source: str, dataset: str, output: str, force:
     """Score each ordering (keyword, vector, hybrid, fused, reranked) on the cases with
     ground truth and write the report; warns when the reranker did not run."""
     _check_setup(setup)
-    path, loaded, content, recorded, context = _record(source, dataset, output, force, setup)
-    report = strategy_eval.build_report(loaded, recorded, content, context)
+    path, loaded, content, recorded, context = _record(Runtime(get_settings()), source,
+                                                       dataset, output, force, setup)
+    report = strategies.build_report(loaded, recorded, content, context)
     steps.validate_report(report, "strategies", path)
     warning = _warn_if_reranker_idle(report["reranker"])
-    title = strategy_eval.report_title(report)
+    title = strategies.report_title(report)
     written = steps.write_report(path, report, force,
                                  strategies_html(report, title=title, warning=warning))
     page = html_path(written)
@@ -149,13 +149,14 @@ def tune_retrieval(source: str, dataset: str, output: str, force: bool = False,
     guards = Safeguards(metric=metric, holdout=holdout, min_class_cases=min_class_cases,
                         class_margin=class_margin, noise_margin=noise_margin)
     grid_name, candidates = load_grid(grid)
-    path, loaded, content, recorded, context = _record(source, dataset, output, force, setup)
-    report = tune_report.build_report(loaded, recorded, grid_name=grid_name, grid=candidates,
-                                      committed=PROFILE, guards=guards,
-                                      driver=content.driver, context=context)
+    path, loaded, content, recorded, context = _record(Runtime(get_settings()), source,
+                                                       dataset, output, force, setup)
+    report = tuning_report.build_report(loaded, recorded, grid_name=grid_name,
+                                        grid=candidates, committed=PROFILE, guards=guards,
+                                        driver=content.driver, context=context)
     steps.validate_report(report, "tuning", path)
     warning = _warn_if_reranker_idle(report["reranked"]["reranker"])
-    title = tune_report.report_title(report)
+    title = tuning_report.report_title(report)
     written = steps.write_report(path, report, force,
                                  tuning_html(report, title=title, warning=warning))
     page = html_path(written)

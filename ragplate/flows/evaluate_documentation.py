@@ -9,12 +9,13 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from ragplate.catalog.errors import InvalidInputError
-from ragplate.catalog.settings import DocsRetrieval, get_settings
-from ragplate.tasks import evaluate_docs
-from ragplate.tasks import evaluation_wrappers as steps
-from ragplate.tasks.report_render import markdown_summary, render_html, table_rows
-from ragplate.tasks.reports import html_path
-from ragplate.tasks.retrieve import STRATEGIES
+from ragplate.catalog.settings import DocsRetrieval
+from ragplate.infra.environment import get_settings
+from ragplate.infra.runtime import Runtime
+from ragplate.tasks.evaluation import documentation, steps
+from ragplate.tasks.evaluation.pages import markdown_summary, render_html, table_rows
+from ragplate.tasks.evaluation.reports import html_path
+from ragplate.tasks.retrieval.documentation import STRATEGIES
 
 
 @flow(name="evaluate-documentation", log_prints=True)
@@ -23,7 +24,7 @@ def evaluate_documentation(
     dataset: str,
     output: str,
     force: bool = False,
-    mode: evaluate_docs.Mode = "live",
+    mode: documentation.Mode = "live",
     strategy: DocsRetrieval | None = None,
     corpus: str | None = None,
 ) -> dict[str, Any]:
@@ -31,20 +32,21 @@ def evaluate_documentation(
     ``output`` (and ``<output>.html``). ``mode``: ``live`` (the real index) or
     ``deterministic`` (the fixture corpus, Level 1); ``strategy``: ``vector`` or
     ``hybrid`` (default: the ``RAGPLATE_DOCS_RETRIEVAL`` setting)."""
-    if mode not in evaluate_docs.MODES:
+    if mode not in documentation.MODES:
         raise InvalidInputError(f"--mode {mode!r}: expected deterministic or live")
-    chosen: DocsRetrieval = strategy or get_settings().docs_retrieval
+    runtime = Runtime(get_settings())
+    chosen: DocsRetrieval = strategy or runtime.settings.docs_retrieval
     if chosen not in STRATEGIES:
         raise InvalidInputError(f"--retrieval {chosen!r}: expected vector or hybrid")
     path = steps.check_output(output, force)
     loaded = steps.load_documentation_dataset(dataset, index)
     steps.validate_dataset(loaded)
-    setup = steps.prepare_retrieval(index, mode, chosen, corpus)
+    setup = steps.prepare_retrieval(runtime, index, mode, chosen, corpus)
     steps.warn_absent_labels(loaded.data, setup)
-    outcomes = steps.run_cases(loaded.data, setup)
-    report = evaluate_docs.build_report(loaded, outcomes, setup)
-    steps.validate_report(report, path)
-    title = evaluate_docs.report_title(report)
+    outcomes = steps.run_documentation_cases(loaded.data, setup)
+    report = documentation.build_report(loaded, outcomes, setup)
+    steps.validate_report(report, "documentation", path)
+    title = documentation.report_title(report)
     written = steps.write_report(path, report, force, render_html(report, title=title))
     page = html_path(written)
     create_table_artifact(table_rows(report), key="evaluate-documentation-metrics",

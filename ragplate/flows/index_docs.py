@@ -18,9 +18,11 @@ from prefect.artifacts import (
 from ragplate.catalog.documents import INDEXES
 from ragplate.catalog.errors import InvalidInputError, ServiceError
 from ragplate.infra import locks
+from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
-from ragplate.tasks import index, progress, wrappers
-from ragplate.tasks.split import make_splitter
+from ragplate.tasks import progress
+from ragplate.tasks.indexing import index, steps
+from ragplate.tasks.indexing.split import make_splitter
 
 IndexProfile = Literal["developer", "user", "all"]
 
@@ -70,7 +72,7 @@ def index_rag_docs(
     anything is written. Unchanged sources are skipped; vanished ones are deleted, except
     that a root without any Markdown file deletes nothing unless ``allow_empty``.
     """
-    runtime = Runtime()
+    runtime = Runtime(get_settings())
     with locks.index_lock(runtime.engine) as acquired:
         if not acquired:
             raise ServiceError("another index-docs run is indexing this database; nothing "
@@ -84,7 +86,7 @@ def _index(runtime: Runtime, profile: IndexProfile, path: str | None, prefix: st
     targets = indexes_for(profile)
     roots = resolve_roots(runtime, path, prefix)
     others = [p for p in runtime.settings.all_roots() if p not in roots]
-    documents = wrappers.read_sources(roots)
+    documents = steps.read_sources(roots)
     model = runtime.active_profile()
     embedder = runtime.embedder(model)
     splitter = make_splitter(runtime.settings)
@@ -93,14 +95,14 @@ def _index(runtime: Runtime, profile: IndexProfile, path: str | None, prefix: st
     salt = index.index_salt(splitter, weight)
     recipe = index.vector_recipe(weight)
     stores = {name: runtime.store(name, model) for name in targets}
-    stored = {name: wrappers.stored_sources(store) for name, store in stores.items()}
-    corpora = {name: wrappers.select_corpus(name, documents, runtime.policy)
+    stored = {name: steps.stored_sources(store) for name, store in stores.items()}
+    corpora = {name: steps.select_corpus(name, documents, runtime.policy)
                for name in targets}
     plans = [index.plan_index(name, corpora[name], stored[name], model.key, full=full,
                               prefixes=list(roots), other_prefixes=others, salt=salt,
                               recipe=recipe)
              for name in targets]
-    wrappers.check_emptied_roots(plans, stored, documents, roots, others, allow_empty)
+    steps.check_emptied_roots(plans, stored, documents, roots, others, allow_empty)
     # Called from a sync flow, Prefect's async_dispatch returns the UUID, not a coroutine.
     progress_id = cast(UUID, create_progress_artifact(0.0, key="index-rag-docs-progress",
                                                       description="chunks embedded and written"))
@@ -108,7 +110,7 @@ def _index(runtime: Runtime, profile: IndexProfile, path: str | None, prefix: st
     for plan in plans:
         index_name, store, corpus = plan.index, stores[plan.index], corpora[plan.index]
         started = time.perf_counter()
-        chunks = wrappers.split(plan.changed, splitter)
+        chunks = steps.split(plan.changed, splitter)
         batches = index.make_batches(plan.changed, chunks, model.key,
                                      batch_chunks=runtime.settings.index_batch_chunks, salt=salt,
                                      recipe=recipe)
@@ -117,15 +119,15 @@ def _index(runtime: Runtime, profile: IndexProfile, path: str | None, prefix: st
                                      reembedded=len(plan.changed))
         total = len(chunks)
         for batch in batches:
-            embedded = wrappers.embed_batch(embedder, batch, weight)
-            summary.chunks_written += wrappers.write_batch(store, batch, embedded)
+            embedded = steps.embed_batch(embedder, batch, weight)
+            summary.chunks_written += steps.write_batch(store, batch, embedded)
             progress.report(f"{index_name} index", summary.chunks_written, total)
             if progress_id is not None:
                 update_progress_artifact(progress_id, _percent(summary, total))
-        wrappers.record_sources(store, plan.unrecorded)
-        wrappers.delete_sources(store, plan.deleted)
+        steps.record_sources(store, plan.unrecorded)
+        steps.delete_sources(store, plan.deleted)
         summary.deleted = len(plan.deleted)
-        summary.extra["chunks_in_index"] = wrappers.finalize_index(store)
+        summary.extra["chunks_in_index"] = steps.finalize_index(store)
         summary.seconds = time.perf_counter() - started
         summaries.append(summary)
     if progress_id is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 from sqlalchemy.engine import Engine
@@ -10,10 +10,10 @@ from sqlalchemy.engine import Engine
 from ragplate.catalog.documents import AudiencePolicy
 from ragplate.catalog.errors import ActiveProfileError, UnknownProfileError
 from ragplate.catalog.profiles import EmbeddingProfile, get_profile
-from ragplate.catalog.settings import Settings, get_settings
+from ragplate.catalog.settings import Settings
 from ragplate.infra import settings_store
 from ragplate.infra.database import get_engine
-from ragplate.infra.embedders import Embedder, make_embedder
+from ragplate.infra.models import Embedder, make_embedder
 from ragplate.infra.stores import make_store
 from ragplate.infra.stores.base import DocumentStore
 
@@ -22,7 +22,7 @@ from ragplate.infra.stores.base import DocumentStore
 class Runtime:
     """Lazily opened resources for one process (the engine and models are shared)."""
 
-    settings: Settings = field(default_factory=get_settings)
+    settings: Settings
 
     @cached_property
     def engine(self) -> Engine:

@@ -1,1 +1,4 @@
-"""Prefect-free building blocks of the ingestion pipeline (splitting, ...)."""
+"""What ragplate does, one wing per capability: ``indexing``, ``retrieval``, ``records``,
+``evaluation``, ``tuning`` and ``switch``. Each wing holds plain functions (no Prefect) and
+one ``steps`` module of thin Prefect ``@task`` wrappers over them; :mod:`.retries` is the
+retry policy those share and :mod:`.progress` the hook a terminal draws progress from."""

@@ -14,7 +14,7 @@ with warnings.catch_warnings():
 
 from ragplate.api.app import create_app
 from ragplate.catalog.settings import Settings
-from ragplate.infra.embedders.base import Embedder
+from ragplate.infra.models.base import Embedder
 from ragplate.infra.runtime import Runtime
 from tests.testing.records import CachingEmbedder, load_corpus
 

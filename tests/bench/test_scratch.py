@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ragplate.bench.scratch import scratch_home, write_figures
-from ragplate.catalog.settings import get_settings
 from ragplate.infra import database
+from ragplate.infra.environment import get_settings
 
 
 def test_the_scratch_home_is_used_then_removed_and_the_environment_restored(

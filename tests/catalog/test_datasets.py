@@ -17,7 +17,7 @@ from ragplate.catalog.datasets import (
     DocumentationDataset,
 )
 from ragplate.catalog.settings import PROJECT_ROOT
-from ragplate.tasks.datasets import json_depth, read_dataset
+from ragplate.tasks.evaluation.dataset_files import json_depth, read_dataset
 from tests.conftest import LARAPLATE_BENCHMARKS
 
 PUBLIC = {"2026-08-documentation-user.json": 5, "2026-09-17-developer-core-baseline.json": 13,
@@ -172,7 +172,7 @@ def test_caps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(DatasetError, match="nested deeper than 32"):
         read_dataset(write(tmp_path, dataset(deep=deep)), DocumentationDataset)
     path = write(tmp_path, dataset())
-    monkeypatch.setattr("ragplate.tasks.datasets.MAX_FILE_BYTES", 100)
+    monkeypatch.setattr("ragplate.tasks.evaluation.dataset_files.MAX_FILE_BYTES", 100)
     with pytest.raises(DatasetError, match="above the cap of 100"):
         read_dataset(path, DocumentationDataset)
 

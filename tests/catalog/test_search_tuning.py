@@ -23,7 +23,7 @@ from ragplate.catalog.search_tuning import (
     committed_profile_problems,
 )
 from ragplate.catalog.settings import PROJECT_ROOT
-from ragplate.tasks.tune_grid import default_grid, load_grid, parse_grid
+from ragplate.tasks.tuning.grid import default_grid, load_grid, parse_grid
 
 MEASURED = {"keyword_weight": 0.3, "vector_weight": 0.4, "hybrid_weight": 0.3, "rrf_k": 20,
             "rrf_weight": 0.25, "agreement_boost": 0.15}

@@ -12,16 +12,6 @@ from ragplate.catalog.errors import ConfigurationError
 from ragplate.catalog.settings import Settings, clamp_top_k
 
 
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
-    """No RAGPLATE_* variable from the session or the shell; a private home."""
-    for key in list(os.environ):
-        if key.startswith("RAGPLATE_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("RAGPLATE_HOME", str(tmp_path / "home"))
-    return monkeypatch
-
-
 def test_env_variables_with_the_prefix_are_parsed(clean_env: pytest.MonkeyPatch, tmp_path: Path):
     docs = tmp_path / "docs"
     clean_env.setenv("RAGPLATE_PREFECT_PORT", "4321")
@@ -158,38 +148,3 @@ def test_run_and_log_dirs_live_under_home(tmp_path: Path) -> None:
 
     assert settings.run_dir == tmp_path.resolve() / "run"
     assert settings.log_dir == tmp_path.resolve() / "logs"
-
-
-@pytest.mark.parametrize(("variable", "value", "expected"), [
-    ("RAGPLATE_EMBEDDINGS_TIMEOUT", "abc",
-     "invalid setting: RAGPLATE_EMBEDDINGS_TIMEOUT: Input should be a valid number"),
-    ("RAGPLATE_API_PORT", "0", "RAGPLATE_API_PORT: Input should be greater than or equal "
-     "to 1 (got '0')"),
-    ("RAGPLATE_SWITCH_RETRY_DELAYS", "abc",
-     "invalid setting: RAGPLATE_SWITCH_RETRY_DELAYS is not valid JSON"),
-])
-def test_a_value_that_does_not_parse_names_its_variable(
-    clean_env: pytest.MonkeyPatch, variable: str, value: str, expected: str,
-) -> None:
-    from ragplate.catalog.settings import load_settings
-
-    clean_env.setenv(variable, value)
-
-    with pytest.raises(ConfigurationError) as error:
-        load_settings()
-
-    assert expected in str(error.value)
-    assert "pydantic" not in str(error.value)
-
-
-def test_a_rejected_secret_is_not_repeated(clean_env: pytest.MonkeyPatch) -> None:
-    from ragplate.catalog.settings import load_settings
-
-    clean_env.setenv("RAGPLATE_SERVERS", '{"embeddings": {"key": 20251130}}')
-
-    with pytest.raises(ConfigurationError) as error:
-        load_settings()
-
-    assert "RAGPLATE_SERVERS__EMBEDDINGS__KEY: Input should be a valid string" in str(
-        error.value)
-    assert "20251130" not in str(error.value)

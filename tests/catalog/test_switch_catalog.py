@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from ragplate.catalog.settings import Settings
 from ragplate.catalog.switch import ChunkPlan, ChunkSpec, SwitchState
-
-
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
-    for key in list(os.environ):
-        if key.startswith("RAGPLATE_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("RAGPLATE_HOME", str(tmp_path))
-    return monkeypatch
 
 
 def test_defaults(clean_env: pytest.MonkeyPatch) -> None:
@@ -82,7 +70,7 @@ def test_state_counts_and_summary() -> None:
 
 
 def test_the_hashing_test_embedder_is_deterministic_normalised_and_lexical() -> None:
-    from ragplate.infra.embedders.hashing import HashingModel
+    from ragplate.infra.models.hashing import HashingModel
 
     model = HashingModel(64)
     a, b = model.passage(["refund policy for parcels", "refund policy for parcels"])

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from ragplate.catalog.settings import Settings, get_settings
+from ragplate.catalog.settings import Settings
 from ragplate.catalog.switch import SwitchFailedError
+from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.stores.base import SourceRecord
-from ragplate.tasks.switch.state import read_state
+from ragplate.infra.switch_state import read_state
 from tests.testing import switch as sw
 
 pytestmark = [pytest.mark.integration]
@@ -230,8 +231,8 @@ def test_abandon_keeps_sources_indexed_with_path_while_the_switch_was_failed(
 def test_records_edited_while_a_switch_is_failed_are_embedded_with_both_models(
     runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragplate.tasks.content import save_content
-    from ragplate.tasks.records import embedding_profiles_for_writes, text_hash
+    from ragplate.tasks.records.content import save_content
+    from ragplate.tasks.records.texts import embedding_profiles_for_writes, text_hash
 
     target = fail_a_switch(runtime, monkeypatch)
     assert read_state(runtime.engine).status == "failed"
@@ -356,7 +357,7 @@ def test_status_shows_a_failed_switch_and_what_to_do(
 ) -> None:
     from typer.testing import CliRunner
 
-    from ragplate.api.cli import app
+    from ragplate.cli import app
 
     target, before = other(runtime), sw.serving(runtime.engine)
     monkeypatch.setenv("RAGPLATE_SWITCH_FAULTS", "fail:rag:user#1:99")

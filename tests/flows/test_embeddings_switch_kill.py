@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from ragplate.catalog.settings import Settings
 from ragplate.catalog.switch import PHASES
 from ragplate.infra.runtime import Runtime
-from ragplate.tasks.switch.state import read_state
+from ragplate.infra.switch_state import read_state
 from tests.testing import switch as sw
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -16,8 +16,8 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from ragplate.api.cli import app
-from ragplate.catalog.settings import PROJECT_ROOT, get_settings
+from ragplate.catalog.settings import PROJECT_ROOT
+from ragplate.cli import app
 
 # Imported at collection, outside any CliRunner: loading Prefect's flow machinery sets up
 # its console log handler on the stderr of that moment, and a CliRunner's stream is closed
@@ -27,8 +27,13 @@ from ragplate.flows.evaluate_content import (
     evaluate_retrieval_strategies,
     tune_retrieval,
 )
-from ragplate.tasks.content_fixture import seed_fixture_corpus
-from ragplate.tasks.tuning_fixture import HOLDOUT_DATASET, NOISE_DATASET, seed_tuning_corpus
+from ragplate.infra.environment import get_settings
+from ragplate.tasks.records.fixtures import (
+    HOLDOUT_DATASET,
+    NOISE_DATASET,
+    seed_fixture_corpus,
+    seed_tuning_corpus,
+)
 from tests.testing.server_doubles import RERANK_MODEL, tei_double
 
 DATASETS = PROJECT_ROOT / "datasets"

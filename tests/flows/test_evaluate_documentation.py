@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragplate.api.cli import app
 from ragplate.catalog.settings import PROJECT_ROOT
+from ragplate.cli import app
 
 DATASETS = PROJECT_ROOT / "datasets"
 

@@ -17,11 +17,11 @@ import sqlalchemy as sa
 
 from ragplate.catalog.errors import EmptyRootError, UnknownAudienceError
 from ragplate.catalog.settings import Settings
-from ragplate.infra.embedders.base import Embedder
+from ragplate.infra.models.base import Embedder
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.stores.base import DocumentStore
-from ragplate.tasks.read import read_sources
-from ragplate.tasks.split import make_splitter, split_documents
+from ragplate.tasks.indexing.read import read_sources
+from ragplate.tasks.indexing.split import make_splitter, split_documents
 from tests.testing.corpus import write_corpus
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -230,7 +230,7 @@ def test_changing_the_context_weight_re_embeds_every_source_once(
     first_run: dict[str, Any], corpus: Path, store: DocumentStore, engine: sa.Engine,
     embedder: Embedder, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from ragplate.catalog.settings import get_settings
+    from ragplate.infra.environment import get_settings
 
     run(corpus)  # whatever earlier tests left, the index is now current
     try:

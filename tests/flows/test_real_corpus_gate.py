@@ -23,10 +23,11 @@ from ragplate.catalog.documents import AudiencePolicy
 from ragplate.catalog.settings import Settings
 from ragplate.infra.stores.memory import MemoryStore
 from ragplate.infra.stores.pgvector import PgvectorStore
-from ragplate.tasks import evaluate_docs, index
-from ragplate.tasks.datasets import read_dataset
-from ragplate.tasks.read import developer_corpus, read_sources, user_corpus
-from ragplate.tasks.split import make_splitter, split_documents
+from ragplate.tasks.evaluation import documentation
+from ragplate.tasks.evaluation.dataset_files import read_dataset
+from ragplate.tasks.indexing import index
+from ragplate.tasks.indexing.read import developer_corpus, read_sources, user_corpus
+from ragplate.tasks.indexing.split import make_splitter, split_documents
 from tests.conftest import LARAPLATE_BENCHMARKS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -62,10 +63,10 @@ def _evaluate(store: Any, embedder: Any, name: str, index_name: Any,
     if not path.is_file():
         pytest.skip(f"{path} not found")
     loaded = read_dataset(path, DocumentationDataset)
-    setup = evaluate_docs.RetrievalSetup(index_name, "live", store, embedder, AudiencePolicy(),
+    setup = documentation.RetrievalSetup(index_name, "live", store, embedder, AudiencePolicy(),
                                          strategy)
-    outcomes = evaluate_docs.run_cases(loaded.data, evaluate_docs.case_retriever(setup))
-    return evaluate_docs.build_report(loaded, outcomes, setup)
+    outcomes = documentation.run_cases(loaded.data, documentation.case_retriever(setup))
+    return documentation.build_report(loaded, outcomes, setup)
 
 
 @pytest.mark.parametrize("strategy", ["vector", "hybrid"])
@@ -98,7 +99,7 @@ USER_PAGES: dict[str, tuple[str, bool]] = {
 
 def test_user_dataset_scores_with_section_labels(embedder: Any, laraplate_corpus: Path,
                                                  tmp_path: Path) -> None:
-    from ragplate.tasks.read import split_front_matter
+    from ragplate.tasks.indexing.read import split_front_matter
 
     for name, (label, sections) in USER_PAGES.items():
         raw = (laraplate_corpus / "faq-module-Core" / name).read_text(encoding="utf-8")

@@ -14,13 +14,14 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from ragplate.catalog.schema import metadata
-from ragplate.infra.stores import model_embeddings, pgvector
+from ragplate.infra.records import vectors
+from ragplate.infra.stores import pgvector
 
 # Alembic's own bookkeeping table is not part of the schema.
 VERSION_TABLE = "ragplate_alembic_version"
 # The drivers create a vector index per (index, model) or model on demand: not migrations.
 ON_DEMAND_INDEXES = (pgvector.hnsw_index_name("x", "y")[:-12],
-                     model_embeddings.INDEX_PREFIX)
+                     vectors.INDEX_PREFIX)
 
 
 def _ours(name: str | None, type_: str, parent_names: Any) -> bool:

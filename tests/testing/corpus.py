@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ragplate.catalog.documents import Document
-from ragplate.infra.embedders.base import Embedder
+from ragplate.infra.models.base import Embedder
 from ragplate.infra.stores.base import DocumentStore
-from ragplate.tasks import index
-from ragplate.tasks.split import MarkdownAwareSplitter, split_documents
+from ragplate.tasks.indexing import index
+from ragplate.tasks.indexing.split import MarkdownAwareSplitter, split_documents
 
 #: Explicit sizes, so tests do not depend on the splitter settings' defaults.
 SPLITTER = MarkdownAwareSplitter(max_words=120, overlap_words=20, prepend_heading_breadcrumb=True)

@@ -15,8 +15,8 @@ import numpy as np
 import sqlalchemy as sa
 
 from ragplate.catalog.profiles import EmbeddingProfile
-from ragplate.infra.embedders.base import Embedder
-from ragplate.tasks.content import save_content
+from ragplate.infra.models.base import Embedder
+from ragplate.tasks.records.content import save_content
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,12 @@ from ragplate.catalog.profiles import (
     enable_test_profiles,
     get_profile,
 )
-from ragplate.catalog.settings import Settings, get_settings
+from ragplate.catalog.settings import Settings
 from ragplate.infra import database, postgres, settings_store
-from ragplate.infra.embedders import make_embedder
+from ragplate.infra.environment import get_settings
+from ragplate.infra.models import make_embedder
 from ragplate.infra.runtime import Runtime
-from ragplate.tasks.content import load_published
+from ragplate.tasks.records.content import load_published
 from ragplate.tasks.switch import faults
 
 H64 = "local:ragplate/hashing-64"
@@ -63,9 +64,9 @@ def load_records(engine: sa.Engine, pairs: Sequence[tuple[str, str]],
 def index_docs(runtime: Runtime, profile: EmbeddingProfile) -> None:
     """The developer and user indexes of ``profile`` over the configured roots, split as
     the switch and ``index-docs`` split them."""
-    from ragplate.tasks import index
-    from ragplate.tasks.read import developer_corpus, read_sources, user_corpus
-    from ragplate.tasks.split import make_splitter, split_documents
+    from ragplate.tasks.indexing import index
+    from ragplate.tasks.indexing.read import developer_corpus, read_sources, user_corpus
+    from ragplate.tasks.indexing.split import make_splitter, split_documents
 
     documents = read_sources(runtime.settings.all_roots())
     embedder = make_embedder(profile)
@@ -201,7 +202,7 @@ def disagreeing_cases(runtime: Runtime, serving_key: str, target_key: str,
                       limit: int = 8) -> dict[str, Any]:
     """A gate dataset the target must fail: questions (the docs' headings) whose best
     source with the serving model is not in the target's top 5."""
-    from ragplate.tasks.retrieve import retrieve_developer
+    from ragplate.tasks.retrieval.documentation import retrieve_developer
 
     def top(key: str, query: str) -> list[str]:
         model = get_profile(key)

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 from ragplate.api.deps import RuntimeDep
 from ragplate.api.errors import ERROR_RESPONSES
 from ragplate.api.fields import SearchText, StrictRequest
-from ragplate.tasks.retrieve import retrieve_developer
+from ragplate.tasks.retrieval.documentation import retrieve_with_runtime
 
 router = APIRouter(prefix="/v1/docs", tags=["documentation"])
 
@@ -39,13 +39,6 @@ class SearchResponse(BaseModel):
 def search(request: SearchRequest, runtime: RuntimeDep) -> SearchResponse:
     """Search the developer index with the active embedding profile (vector, or hybrid
     with ``RAGPLATE_DOCS_RETRIEVAL=hybrid``)."""
-    profile = runtime.active_profile()
-    hits = retrieve_developer(
-        request.query,
-        store=runtime.store("developer", profile),
-        embedder=runtime.embedder(profile),
-        top_k=request.top_k,
-        min_score=runtime.settings.min_similarity,
-        strategy=runtime.settings.docs_retrieval,
-    )
+    hits = retrieve_with_runtime(runtime, request.query, index="developer",
+                                 top_k=request.top_k)
     return SearchResponse(hits=[SearchHit(**h.as_dict()) for h in hits])

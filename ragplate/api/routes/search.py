@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from ragplate.api.deps import RuntimeDep
 from ragplate.api.errors import ERROR_RESPONSES
 from ragplate.api.fields import SearchText, StrictRequest, TenantText
-from ragplate.tasks.app_search import search_with_runtime
+from ragplate.tasks.retrieval.application import search_with_runtime
 
 router = APIRouter(prefix="/v1", tags=["search"])
 

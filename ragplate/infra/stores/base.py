@@ -1,4 +1,5 @@
-"""The one store protocol every documentation-store driver implements."""
+"""The one store protocol every documentation-store driver implements, and the helpers
+every driver shares (dimension and query checks, filter semantics, scores, tie-breaks)."""
 
 from __future__ import annotations
 
@@ -119,6 +120,14 @@ class KeywordSearch(Protocol):
         most query words; labels matching no query word are not returned."""
 
 
+def build_search_index(store: DocumentStore) -> None:
+    """Build the search index a first bulk load deferred, for the drivers that keep one
+    (pgvector's HNSW index); the others search without."""
+    ensure = getattr(store, "ensure_search_index", None)
+    if ensure is not None:
+        ensure()
+
+
 def check_dimensions(profile: EmbeddingProfile, items: Sequence[EmbeddedChunk]) -> None:
     """Refuse any vector whose length is not the profile's, or (for cosine) that has no
     direction; nothing is written."""
@@ -183,3 +192,18 @@ def similarity_score(
     if profile.similarity == "inner_product":
         return m @ q
     return -np.linalg.norm(m - q, axis=1)
+
+
+def check_query(profile: EmbeddingProfile, vector: np.ndarray, top_k: int) -> np.ndarray:
+    """Validate search arguments shared by every driver; returns the query as float32."""
+    if top_k < 1:
+        raise ValueError(f"top_k must be >= 1, got {top_k}")
+    query = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if query.shape[0] != profile.dimensions:
+        raise DimensionMismatchError(profile.key, profile.dimensions, int(query.shape[0]))
+    return query
+
+
+def rank_hits(hits: Iterable[StoreHit], top_k: int) -> list[StoreHit]:
+    """Score descending, then (source, ordinal), so ties resolve the same in every driver."""
+    return sorted(hits, key=lambda h: (-h.score, h.source, h.ordinal))[:top_k]

@@ -29,7 +29,7 @@ from ragplate.infra.stores.base import (
     check_dimensions,
     check_sources_cover,
 )
-from ragplate.infra.stores.memory import ChunkTable, StoredChunk, TableReads
+from ragplate.infra.stores.table import ChunkTable, StoredChunk, TableReads
 
 try:  # POSIX only: serialises writers of other processes on the directory.
     import fcntl

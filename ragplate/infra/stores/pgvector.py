@@ -16,17 +16,26 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
-from ragplate.catalog.errors import ConfigurationError, StoreError
+from ragplate.catalog.errors import StoreError
 from ragplate.catalog.profiles import EmbeddingProfile, vector_operator
+from ragplate.infra.pgvector_sql import (
+    SCORE_SQL,
+    binary_copy,
+    copy_field,
+    sql_literal,
+    vector_field,
+    vector_literal,
+)
 from ragplate.infra.stores.base import (
     EmbeddedChunk,
     SearchFilters,
     SourceRecord,
     StoreHit,
     check_dimensions,
+    check_query,
     check_sources_cover,
+    rank_hits,
 )
-from ragplate.infra.stores.memory import check_query, rank_hits
 from ragplate.infra.stores.pg_keyword import keyword_sql
 
 _COPY = (
@@ -41,9 +50,6 @@ _UPSERT_SOURCE = (
     "vector_recipe = excluded.vector_recipe, root_prefix = excluded.root_prefix, "
     "indexed_at = now()"
 )
-_COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
-# pgvector distance -> the ``similarity_score`` scale (higher is more similar).
-_SCORE = {"cosine": "1 - ({d})", "inner_product": "-({d})", "l2": "-({d})"}
 # A scope is a string, a number or a list of them: compare every id as text.
 _TENANT = (
     "EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE jsonb_typeof(metadata->'tenant_scope')"
@@ -61,42 +67,23 @@ _PERMISSIONS = (
 )
 
 
-def sql_literal(value: str) -> str:
-    """A SQL string literal. Partial-index predicates cannot take bind parameters, and
-    refusing backslashes keeps this safe whatever ``standard_conforming_strings`` says."""
-    if "\x00" in value or "\\" in value:
-        raise ConfigurationError(f"index or model key {value!r} contains NUL or backslash")
-    return "'" + value.replace("'", "''") + "'"
-
-
 def hnsw_index_name(index: str, model_key: str) -> str:
     """Name of the partial HNSW index of one (index, model)."""
     return "rag_chunks_hnsw_" + hashlib.sha1(f"{index}|{model_key}".encode()).hexdigest()[:12]
 
 
-def _field(data: bytes) -> bytes:
-    return struct.pack(">i", len(data)) + data
-
-
 def _binary_copy(index: str, model_key: str, items: Sequence[EmbeddedChunk]) -> bytes:
-    """Rows in PostgreSQL's binary COPY format: no float-to-text round trip for vectors,
-    and no type registration needed on pooled connections."""
-    head = struct.pack(">h", 7) + _field(index.encode()) + _field(model_key.encode())
-    parts = [_COPY_SIGNATURE]
+    """The chunk rows of one (index, model) for the binary COPY into ``rag_chunks``."""
+    head = (copy_field(index.encode()), copy_field(model_key.encode()))
+    rows = []
     for item in items:
         chunk = item.chunk
         meta = b"\x01" + json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False).encode()
-        vec = np.asarray(item.embedding, dtype=">f4").reshape(-1)
-        parts += [
-            head,
-            _field(chunk.source.encode()),
-            _field(struct.pack(">i", chunk.ordinal)),
-            _field(chunk.text.encode()),
-            _field(meta),
-            _field(struct.pack(">HH", vec.shape[0], 0) + vec.tobytes()),
-        ]
-    parts.append(struct.pack(">h", -1))
-    return b"".join(parts)
+        rows.append((*head, copy_field(chunk.source.encode()),
+                     copy_field(struct.pack(">i", chunk.ordinal)),
+                     copy_field(chunk.text.encode()), copy_field(meta),
+                     vector_field(item.embedding)))
+    return binary_copy(rows)
 
 
 def filter_sql(filters: SearchFilters | None) -> tuple[list[str], dict[str, Any]]:
@@ -257,9 +244,9 @@ class PgvectorStore:
     ) -> tuple[list[str], str, dict[str, Any]]:
         """(SET LOCAL statements, the query, its parameters) shared by search and explain."""
         clauses, params = filter_sql(filters)
-        params.update(q="[" + ",".join(repr(float(x)) for x in query) + "]", k=top_k)
+        params.update(q=vector_literal(query), k=top_k)
         distance = f"{self._vector} {self._operator} CAST(:q AS vector({self.profile.dimensions}))"
-        score = _SCORE[self.profile.similarity].format(d=distance)
+        score = SCORE_SQL[self.profile.similarity].format(d=distance)
         # (source, ordinal) break ties like the other drivers; the plan stays an HNSW
         # index scan under an incremental sort.
         sql = (
@@ -363,3 +350,24 @@ class PgvectorStore:
             conn.execute(sa.text(f"DELETE FROM rag_chunks WHERE {self._scope}"))
             conn.execute(sa.text(f"DELETE FROM rag_sources WHERE {self._scope}"))
             conn.execute(sa.text(f"DROP INDEX IF EXISTS {self.index_name}"))
+
+
+def prune_other_models(conn: sa.Connection, serving: str) -> tuple[int, int, list[str]]:
+    """In the caller's transaction, delete every chunk and source record of a model other
+    than ``serving`` from every index, and drop the HNSW indexes of those (index, model)
+    pairs; returns (chunks deleted, source records deleted, indexes dropped)."""
+    params = {"k": serving}
+    chunks = int(conn.execute(sa.text("DELETE FROM rag_chunks WHERE model_key <> :k"),
+                              params).rowcount)
+    sources = int(conn.execute(sa.text("DELETE FROM rag_sources WHERE model_key <> :k"),
+                               params).rowcount)
+    names = conn.execute(sa.text("SELECT DISTINCT index_name FROM rag_chunks")).scalars()
+    kept = {hnsw_index_name(str(name), serving) for name in names}
+    kept |= {hnsw_index_name(name, serving) for name in ("developer", "user")}
+    existing = conn.execute(sa.text(
+        "SELECT indexname FROM pg_indexes WHERE tablename = 'rag_chunks' "
+        r"AND indexname LIKE 'rag\_chunks\_hnsw\_%' ORDER BY indexname")).scalars()
+    dropped = [str(name) for name in existing if name not in kept]
+    for name in dropped:
+        conn.execute(sa.text(f"DROP INDEX IF EXISTS {name}"))
+    return chunks, sources, dropped

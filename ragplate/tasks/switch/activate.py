@@ -14,19 +14,17 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlalchemy as sa
-
 from ragplate.catalog.switch import SwitchRefusedError, SwitchState, now
 from ragplate.infra import settings_store
 from ragplate.infra.locks import state_transaction
-from ragplate.infra.runtime import Runtime
-from ragplate.infra.stores.model_embeddings import (
+from ragplate.infra.records.vectors import (
     delete_model_rows_except,
     drop_model_indexes_except,
 )
-from ragplate.infra.stores.pgvector import hnsw_index_name
+from ragplate.infra.runtime import Runtime
+from ragplate.infra.stores.pgvector import prune_other_models
+from ragplate.infra.switch_state import read_state, write_state
 from ragplate.tasks.switch import faults
-from ragplate.tasks.switch.state import read_state, write_state
 
 log = logging.getLogger("ragplate.switch")
 
@@ -73,12 +71,6 @@ def activate(runtime: Runtime) -> SwitchState:
     return fresh
 
 
-def _rag_indexes(conn: sa.Connection) -> list[str]:
-    sql = sa.text("SELECT indexname FROM pg_indexes WHERE tablename = 'rag_chunks' "
-                  r"AND indexname LIKE 'rag\_chunks\_hnsw\_%' ORDER BY indexname")
-    return [str(n) for n in conn.execute(sql).scalars()]
-
-
 def prune(runtime: Runtime) -> PruneReport:
     """Delete every row of a model key other than the serving one and drop those models'
     HNSW indexes. Refused (nothing changed) while a switch is running or failed: its
@@ -93,18 +85,8 @@ def prune(runtime: Runtime) -> PruneReport:
         report = PruneReport(serving)
         report.vector_rows = delete_model_rows_except(conn, [serving])
         report.indexes += drop_model_indexes_except(conn, [serving])
-        keep_sql = "WHERE model_key <> :k"
-        report.chunk_rows = int(conn.execute(
-            sa.text(f"DELETE FROM rag_chunks {keep_sql}"), {"k": serving}).rowcount)
-        report.source_rows = int(conn.execute(
-            sa.text(f"DELETE FROM rag_sources {keep_sql}"), {"k": serving}).rowcount)
-        names = conn.execute(sa.text("SELECT DISTINCT index_name FROM rag_chunks")).scalars()
-        kept = {hnsw_index_name(str(name), serving) for name in names}
-        kept |= {hnsw_index_name(name, serving) for name in ("developer", "user")}
-        for name in _rag_indexes(conn):
-            if name not in kept:
-                conn.execute(sa.text(f"DROP INDEX IF EXISTS {name}"))
-                report.indexes.append(name)
+        report.chunk_rows, report.source_rows, dropped = prune_other_models(conn, serving)
+        report.indexes += dropped
         state.prune_pending = False
         write_state(conn, state)
     return report

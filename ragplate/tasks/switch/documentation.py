@@ -19,7 +19,7 @@ from ragplate.catalog.documents import Document
 from ragplate.catalog.errors import SourceError
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.stores.base import SourceRecord
-from ragplate.tasks.index import emptied_roots, in_scope, root_sources
+from ragplate.tasks.indexing.index import emptied_roots, in_scope, root_sources
 
 
 def foreign_sources(stored: Mapping[str, SourceRecord], prefixes: Sequence[str]) -> Counter[str]:
@@ -65,7 +65,7 @@ def documentation_refusal(runtime: Runtime, indexes: Sequence[str]) -> str | Non
     source (an unreadable or invalid one refuses too)."""
     if not indexes:
         return None
-    from ragplate.tasks.read import read_sources
+    from ragplate.tasks.indexing.read import read_sources
 
     roots = runtime.settings.all_roots()
     try:

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ragplate.catalog.entities import entities
+from ragplate.catalog.entities import entities, get_entity
 from ragplate.catalog.profiles import get_profile
 from ragplate.catalog.switch import SwitchState
+from ragplate.infra.records.texts import RecordText, missing_embeddings
 from ragplate.infra.runtime import Runtime
-from ragplate.tasks.records import RecordText, embed_record_texts, missing_embeddings
+from ragplate.infra.switch_state import read_state
+from ragplate.tasks.records.texts import embed_record_texts
 from ragplate.tasks.switch import faults
-from ragplate.tasks.switch.state import read_state, touch_progress, update_state
+from ragplate.tasks.switch.state import touch_progress, update_state
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,8 @@ def embed_batch(runtime: Runtime, target: str, batch: TextBatch) -> int:
         return 0
     faults.checkpoint("embeddings")
     with engine.connect() as conn:
-        texts = missing_embeddings(conn, batch.entity, target, keys=list(batch.record_keys))
+        entity = get_entity(batch.entity, runtime.settings)
+        texts = missing_embeddings(conn, entity, target, keys=list(batch.record_keys))
     profile = get_profile(target)
     # The target's HNSW index is built once the bulk of its rows is loaded (indexes phase).
     written = embed_record_texts(engine, texts, profile=profile,

@@ -19,8 +19,8 @@ from ragplate.catalog.profiles import EmbeddingProfile, get_profile
 from ragplate.catalog.settings import PROJECT_ROOT
 from ragplate.infra import settings_store
 from ragplate.infra.runtime import Runtime
-from ragplate.tasks.metrics import hit_at_k, mean, reciprocal_rank
-from ragplate.tasks.retrieve import retrieve_developer
+from ragplate.tasks.evaluation.metrics import hit_at_k, mean, reciprocal_rank
+from ragplate.tasks.retrieval.documentation import retrieve_developer
 
 DATASET = PROJECT_ROOT / "datasets" / "switch-gate-docs.json"
 K = 5

@@ -17,26 +17,26 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-import sqlalchemy as sa
-
 from ragplate.catalog.documents import INDEXES, Document
-from ragplate.catalog.entities import Entity, entities, get_entity
+from ragplate.catalog.entities import entities, get_entity
 from ragplate.catalog.profiles import EmbeddingProfile, get_profile
 from ragplate.catalog.switch import ChunkPlan, ChunkSpec, SwitchState
 from ragplate.infra import settings_store
-from ragplate.infra.runtime import Runtime
-from ragplate.infra.stores.entity_sql import q
-from ragplate.infra.stores.model_embeddings import (
-    TABLE,
+from ragplate.infra.records.texts import key_ranges, record_texts
+from ragplate.infra.records.vectors import (
+    delete_stale_in_range,
     drop_model_index,
     ensure_model_index,
 )
-from ragplate.tasks import index as indexing
-from ragplate.tasks.read import developer_corpus, read_sources, user_corpus
-from ragplate.tasks.records import embed_record_texts, key_ranges, record_texts
-from ragplate.tasks.split import make_splitter, split_documents
+from ragplate.infra.runtime import Runtime
+from ragplate.infra.stores.base import build_search_index
+from ragplate.infra.switch_state import read_state
+from ragplate.tasks.indexing import index as indexing
+from ragplate.tasks.indexing.read import developer_corpus, read_sources, user_corpus
+from ragplate.tasks.indexing.split import make_splitter, split_documents
+from ragplate.tasks.records.texts import embed_record_texts
 from ragplate.tasks.switch import faults
-from ragplate.tasks.switch.state import read_state, touch_progress, update_state
+from ragplate.tasks.switch.state import touch_progress, update_state
 
 
 def doc_indexes(runtime: Runtime) -> tuple[str, ...]:
@@ -106,22 +106,7 @@ def finish(runtime: Runtime, state: SwitchState) -> None:
     """Build the target's documentation HNSW indexes a first load deferred."""
     target = get_profile(state.target or "")
     for index in doc_indexes(runtime):
-        store = runtime.store(index, target)
-        ensure = getattr(store, "ensure_search_index", None)
-        if ensure is not None:
-            ensure()
-
-
-def _range_sql(entity: Entity, chunk: ChunkSpec, params: dict[str, object]) -> str:
-    key = f"CAST(record_key AS {entity.key_type})"
-    clauses = []
-    if chunk.low is not None:
-        clauses.append(f"{key} >= CAST(:low AS {entity.key_type})")
-        params["low"] = chunk.low
-    if chunk.high is not None:
-        clauses.append(f"{key} < CAST(:high AS {entity.key_type})")
-        params["high"] = chunk.high
-    return " AND ".join(clauses) or "TRUE"
+        build_search_index(runtime.store(index, target))
 
 
 def write_entity_range(runtime: Runtime, profile: EmbeddingProfile, chunk: ChunkSpec) -> int:
@@ -133,15 +118,9 @@ def write_entity_range(runtime: Runtime, profile: EmbeddingProfile, chunk: Chunk
     written = embed_record_texts(engine, texts, profile=profile,
                                  embedder=runtime.embedder(profile))
     wanted = {(t.record_key, t.locale) for t in texts}
-    params: dict[str, object] = {"e": entity.name, "k": profile.key}
-    where = f"entity = :e AND model_key = :k AND {_range_sql(entity, chunk, params)}"
     with engine.begin() as conn:
-        rows = conn.execute(sa.text(f"SELECT id, record_key, locale FROM {q(TABLE)} "
-                                    f"WHERE {where}"), params).all()
-        stale = [r.id for r in rows if (r.record_key, r.locale) not in wanted]
-        if stale:
-            conn.execute(sa.text(f"DELETE FROM {q(TABLE)} WHERE id = ANY(:ids)"),
-                         {"ids": stale})
+        delete_stale_in_range(conn, entity=entity, model_key=profile.key, low=chunk.low,
+                              high=chunk.high, keep=wanted)
     return written
 
 

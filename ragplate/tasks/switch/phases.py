@@ -22,12 +22,13 @@ from ragplate.catalog.switch import (
     SwitchState,
 )
 from ragplate.infra.runtime import Runtime
+from ragplate.infra.switch_state import read_state
 from ragplate.tasks.switch import activate as activation
 from ragplate.tasks.switch import faults, gate, indexes, preflight, verify
 from ragplate.tasks.switch.dispatch import RoundsError, StallError, run_rounds
 from ragplate.tasks.switch.embeddings import TextBatch, batches, describe, missing_texts
 from ragplate.tasks.switch.report import Reporter
-from ragplate.tasks.switch.state import mark_failed, read_state, touch_progress, update_state
+from ragplate.tasks.switch.state import mark_failed, touch_progress, update_state
 
 log = logging.getLogger("ragplate.switch")
 

@@ -17,12 +17,13 @@ from ragplate.catalog.profiles import EmbeddingProfile, get_profile
 from ragplate.catalog.settings import Settings
 from ragplate.catalog.switch import SwitchRefusedError, SwitchState, now
 from ragplate.infra import locks, settings_store
-from ragplate.infra.embedders import make_embedder, probe
+from ragplate.infra.models import make_embedder, probe
+from ragplate.infra.records.texts import count_texts
 from ragplate.infra.runtime import Runtime
-from ragplate.tasks.records import count_texts
+from ragplate.infra.switch_state import read_state
 from ragplate.tasks.switch.documentation import documentation_refusal
 from ragplate.tasks.switch.indexes import doc_indexes
-from ragplate.tasks.switch.state import read_state, update_state
+from ragplate.tasks.switch.state import update_state
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def confirmation(runtime: Runtime, key: str) -> Confirmation:
 
 
 def _server_estimate(profile: EmbeddingProfile, settings: Settings, texts: int) -> float | None:
-    from ragplate.infra.servers.config import embeddings_server_named
+    from ragplate.infra.models.config import embeddings_server_named
 
     server = embeddings_server_named(profile.server, settings)
     if server is None:
@@ -108,7 +109,7 @@ def provider_refusal(profile: EmbeddingProfile, settings: Settings) -> str | Non
     the URL of the server it names (or of the default one)."""
     if profile.provider != "openai_compatible":
         return None
-    from ragplate.infra.servers.config import embeddings_server_named, env_name
+    from ragplate.infra.models.config import embeddings_server_named, env_name
 
     if embeddings_server_named(profile.server, settings) is None:
         return (f"provider of '{profile.key}' is not configured: set "
@@ -122,7 +123,7 @@ def probe_refusal(profile: EmbeddingProfile, settings: Settings) -> str | None:
     (answers, names the profile's model in the answer and in ``GET /info``, the declared
     length, normalised vectors when the profile normalises)."""
     if profile.provider == "openai_compatible":
-        from ragplate.infra.servers.identity import inspect
+        from ragplate.infra.models.identity import inspect
 
         return inspect(profile, settings).refusal()
     try:
@@ -143,7 +144,7 @@ def identity_refusal(profile: EmbeddingProfile, settings: Settings) -> str | Non
     reason = provider_refusal(profile, settings)
     if reason is not None:
         return reason
-    from ragplate.infra.servers.identity import inspect
+    from ragplate.infra.models.identity import inspect
 
     identity = inspect(profile, settings)
     if identity.failure is not None or identity.answer_model != identity.expected_model or (
@@ -305,6 +306,6 @@ def abandon(runtime: Runtime, *, flow_run_id: str | None = None,
 def count_work(runtime: Runtime) -> tuple[int, int]:
     """The preflight phase's count: (searchable texts, documentation files). Reading every
     documentation source validates it before anything is written."""
-    from ragplate.tasks.read import read_sources
+    from ragplate.tasks.indexing.read import read_sources
 
     return total_texts(runtime), len(read_sources(runtime.settings.all_roots()))

@@ -1,15 +1,15 @@
-"""Reading and writing the switch state row, always under the state lock when writing."""
+"""The rules of writing the switch state: under the state lock, a change applied to the
+stored state or nothing, and a failure stored even when the lock is busy. The row itself
+is read and written by :mod:`ragplate.infra.switch_state`."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
-from ragplate.catalog.schema import embedding_switch
 from ragplate.catalog.switch import (
     FailureKind,
     Phase,
@@ -18,43 +18,11 @@ from ragplate.catalog.switch import (
     now,
 )
 from ragplate.infra.locks import state_transaction
+from ragplate.infra.switch_state import read_state, write_state
 
 log = logging.getLogger("ragplate.switch")
 
 T = TypeVar("T")
-_ROW = 1
-
-
-def _from_row(row: Any) -> SwitchState:
-    if row is None:
-        return SwitchState()
-    data = dict(row.data or {})
-    # The columns win: they are what other readers see.
-    data.update(status=row.status, phase=row.phase, target=row.target, previous=row.previous)
-    return SwitchState.model_validate(data)
-
-
-def read_state(conn_or_engine: Connection | Engine, *, for_update: bool = False) -> SwitchState:
-    """The stored state (idle when the row is missing)."""
-    query = sa.select(embedding_switch).where(embedding_switch.c.id == _ROW)
-    if for_update:
-        query = query.with_for_update()
-    if isinstance(conn_or_engine, Engine):
-        with conn_or_engine.connect() as conn:
-            return _from_row(conn.execute(query).first())
-    return _from_row(conn_or_engine.execute(query).first())
-
-
-def write_state(conn: Connection, state: SwitchState) -> None:
-    """Store ``state`` in the caller's transaction (which holds the state lock)."""
-    data = state.model_dump(mode="json")
-    values = {"status": state.status, "phase": state.phase, "target": state.target,
-              "previous": state.previous, "data": data, "updated_at": sa.func.now()}
-    updated = conn.execute(
-        embedding_switch.update().where(embedding_switch.c.id == _ROW).values(**values)
-    )
-    if updated.rowcount == 0:
-        conn.execute(embedding_switch.insert().values(id=_ROW, **values))
 
 
 def update_state(

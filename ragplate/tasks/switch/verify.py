@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import uuid
 
-import sqlalchemy as sa
-
 from ragplate.catalog.entities import entities
 from ragplate.catalog.profiles import EmbeddingProfile, get_profile
 from ragplate.catalog.switch import VERIFY_QUERY, ChunkPlan, SwitchState
-from ragplate.infra.runtime import Runtime
-from ragplate.infra.stores.model_embeddings import (
+from ragplate.infra.records.texts import count_texts, missing_embeddings
+from ragplate.infra.records.vectors import (
     TABLE,
+    count_vectors,
     model_index_exists,
-    model_predicate,
-    vector_expression,
+    nearest_record_key,
 )
-from ragplate.tasks.index import in_scope
-from ragplate.tasks.read import read_sources
-from ragplate.tasks.records import count_texts, missing_embeddings
+from ragplate.infra.runtime import Runtime
+from ragplate.tasks.indexing.index import in_scope
+from ragplate.tasks.indexing.read import read_sources
 from ragplate.tasks.switch.embeddings import describe
 from ragplate.tasks.switch.indexes import corpus, doc_indexes, entity_chunks
 
@@ -37,16 +35,10 @@ def refresh_plan(runtime: Runtime) -> ChunkPlan:
     return ChunkPlan(plan_id=uuid.uuid4().hex, purpose="verify", chunks=entity_chunks(runtime))
 
 
-def _vector_literal(vector: object) -> str:
-    import numpy as np
-
-    return "[" + ",".join(repr(float(x)) for x in np.asarray(vector).reshape(-1)) + "]"
-
-
 def check_entities(runtime: Runtime, profile: EmbeddingProfile) -> list[str]:
     """Problems of the target's record vectors (empty when it can serve)."""
     problems: list[str] = []
-    query = _vector_literal(runtime.embedder(profile).embed_query(VERIFY_QUERY))
+    query = runtime.embedder(profile).embed_query(VERIFY_QUERY)
     with runtime.engine.connect() as conn:
         if not model_index_exists(conn, profile.key):
             problems.append(f"the HNSW index of {profile.key} on {TABLE} is missing")
@@ -56,17 +48,13 @@ def check_entities(runtime: Runtime, profile: EmbeddingProfile) -> list[str]:
                 problems.append(f"{len(missing)} texts of {entity.name} have no current row "
                                 f"of {profile.key}: {describe(missing)}")
             expected = count_texts(conn, entity)
-            stored = int(conn.execute(sa.text(
-                f"SELECT count(*) FROM {TABLE} WHERE entity = :e AND model_key = :k"
-            ), {"e": entity.name, "k": profile.key}).scalar_one())
+            stored = count_vectors(conn, model_key=profile.key, entity=entity.name)
             if stored != expected:
                 problems.append(f"{entity.name} has {stored} rows of {profile.key} for "
                                 f"{expected} searchable texts")
             if expected:
-                sql = (f"SELECT record_key FROM {TABLE} WHERE {model_predicate(profile.key)} "
-                       f"AND entity = :e ORDER BY {vector_expression(profile)} <=> "
-                       f"CAST(:q AS vector({int(profile.dimensions)})) LIMIT 1")
-                found = conn.execute(sa.text(sql), {"e": entity.name, "q": query}).first()
+                found = nearest_record_key(conn, entity=entity.name, profile=profile,
+                                           vector=query)
                 if found is None:
                     problems.append(f"a vector query on {entity.name} with {profile.key} "
                                     "returned nothing")

@@ -1,7 +1,7 @@
 """Application content: ``cms.contents`` records and translations, ``model_embeddings``.
 
 No vector index is created here: each model key gets its partial HNSW index on demand
-(``ragplate.infra.stores.model_embeddings.ensure_model_index``).
+(``ragplate.infra.records.vectors.ensure_model_index``).
 
 Revision ID: 0002
 Revises: 0001

@@ -1,0 +1,100 @@
+"""The ``ragplate`` command line (Typer + Rich)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ragplate.catalog.errors import RagplateError
+from ragplate.cli import (
+    bench,
+    db,
+    demo,
+    docs,
+    embeddings,
+    evaluate,
+    search,
+    servers,
+    services,
+    tuning,
+)
+
+HELP = """Documentation intelligence: index Markdown docs, retrieve with citations.
+
+Examples:
+
+  ragplate up                                  # start the embedded PostgreSQL and Prefect server
+
+  ragplate index-docs                          # index the configured roots (incremental)
+
+  ragplate index-docs --path ../shared/corpora/laraplate --prefix '' --full
+
+  ragplate retrieve "How do I add an embedding profile?" --json
+
+  ragplate retrieve "How do I search?" --index user --tenant acme --permission crud.read
+
+  ragplate embeddings probe local:intfloat/multilingual-e5-small
+
+  ragplate serve                               # the API on 127.0.0.1:8000 (OpenAPI at /docs)
+"""
+
+app = typer.Typer(
+    help=HELP,
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+# One way of adding commands: every module attaches its own with ``register(app)``.
+for module in (docs, services, embeddings, db, bench, servers, demo, evaluate, tuning, search):
+    module.register(app)
+
+err_console = Console(stderr=True)
+
+
+def main() -> None:
+    """Entry point: run the app; a RagplateError becomes one line and its exit code."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        # Without standalone mode Typer returns exit codes (e.g. 130 on Ctrl-C) instead
+        # of exiting with them.
+        code = app(standalone_mode=False)
+        if code == 130:  # Typer's answer to Ctrl-C without standalone mode
+            err_console.print("Aborted.")
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except RagplateError as exc:
+        # Escaped: messages carry "[request_id …]" and file names Rich would read as tags;
+        # soft_wrap: one line whatever the terminal width.
+        err_console.print(f"[red]Error:[/red] {escape(str(exc))}", highlight=False,
+                          markup=True, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err_console.print("Aborted.")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors carry their own exit code
+        import click
+
+        if isinstance(exc, _usage_errors()):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Exit):
+            sys.exit(exc.exit_code)
+        raise
+
+
+def _usage_errors() -> tuple[type[Any], ...]:
+    """Click's exception class, and the one of the click copy recent Typer versions vendor
+    (``typer._click``): their usage errors are not ``click.ClickException``s."""
+    import click
+
+    try:
+        from typer._click.exceptions import ClickException as TyperClickException
+    except ImportError:  # Typer that still uses click itself
+        return (click.ClickException,)
+    return (click.ClickException, TyperClickException)

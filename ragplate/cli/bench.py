@@ -1,0 +1,91 @@
+"""``ragplate bench …``: benchmarks that print figures (never timed tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+DEFAULT_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "laraplate"
+DEFAULT_DATASETS = DEFAULT_CORPUS.parents[1] / "benchmarks" / "laraplate"
+
+
+def indexing(
+    corpus: Annotated[Path, typer.Option(help="Documentation directory to index.")] = (
+        DEFAULT_CORPUS
+    ),
+    datasets: Annotated[Path, typer.Option(help="Directory of the public datasets.")] = (
+        DEFAULT_DATASETS
+    ),
+    output: Annotated[Path, typer.Option(help="Where to write the figures.")] = Path(
+        "reports/bench-indexing.json"
+    ),
+) -> None:
+    """Index a corpus cold, unchanged and with one file edited; measure raw embedding,
+    retrieval quality (hit@5, MRR@5) and query latency. Uses a scratch RAGPLATE_HOME.
+
+    Example: ragplate bench indexing --corpus ../shared/corpora/laraplate
+    """
+    from ragplate.bench.indexing import run
+
+    run(corpus=corpus, datasets=datasets, output=output)
+
+
+def switch(
+    records: Annotated[int, typer.Option(min=10, help="cms.contents records (~40 words).")] = (
+        2000
+    ),
+    source: Annotated[str, typer.Option(help="Model serving before the switch.")] = (
+        "local:intfloat/multilingual-e5-small"
+    ),
+    target: Annotated[str, typer.Option(help="Model switched to.")] = (
+        "local:cnmoro/portuguese-multilingual-e5-small"
+    ),
+    output: Annotated[Path, typer.Option(help="Where to write the figures.")] = Path(
+        "reports/bench-switch.json"
+    ),
+) -> None:
+    """Time a full embedding-model switch against the raw embedding of the same texts,
+    and measure the rework a SIGKILL costs once resumed. Uses a scratch RAGPLATE_HOME.
+
+    Example: ragplate bench switch --records 2000
+    """
+    from ragplate.bench.switch import run
+
+    run(records=records, output=output, source=source, target=target)
+
+
+def fusion(
+    corpus: Annotated[Path, typer.Option(help="Documentation directory to index.")] = (
+        DEFAULT_CORPUS
+    ),
+    dataset: Annotated[
+        list[Path] | None,
+        typer.Option(help="Developer dataset to measure (repeatable; default: the two public "
+                     "developer datasets)."),
+    ] = None,
+    output: Annotated[Path, typer.Option(help="Where to write the figures.")] = Path(
+        "reports/bench-fusion.json"
+    ),
+) -> None:
+    """Index a corpus, then per dataset print the MRR of the vector, keyword and hybrid
+    rankings beside the fusion ceiling: the best MRR any fusion of the vector and keyword
+    rankings could reach, even tuned per case. Uses a scratch RAGPLATE_HOME.
+
+    Example: ragplate bench fusion --corpus ../shared/corpora/laraplate
+    """
+    from ragplate.bench.fusion import run
+
+    datasets = dataset or [DEFAULT_DATASETS / "2026-09-17-developer-core-baseline.json",
+                           DEFAULT_DATASETS / "2026-09-18-developer-retrieval.json"]
+    run(corpus=corpus, datasets=datasets, output=output)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the ``bench`` group to the root app."""
+    group = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
+    group.command("indexing")(indexing)
+    group.command("switch")(switch)
+    group.command("fusion")(fusion)
+    app.add_typer(group, name="bench")

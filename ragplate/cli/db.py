@@ -1,0 +1,26 @@
+"""``ragplate db upgrade``: the database schema."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ragplate.cli.output import console
+
+
+def db_upgrade(revision: Annotated[str, typer.Argument()] = "head") -> None:
+    """Apply the schema migrations (also done automatically on first use)."""
+    from ragplate.infra.database import current_revision, get_engine, upgrade
+    from ragplate.infra.environment import get_settings
+
+    engine = get_engine(get_settings(), migrate=False)
+    upgrade(engine, revision)
+    console.print(f"database at revision {current_revision(engine)}")
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the ``db`` group to the root app."""
+    group = typer.Typer(help="Database schema.", no_args_is_help=True)
+    group.command("upgrade")(db_upgrade)
+    app.add_typer(group, name="db")

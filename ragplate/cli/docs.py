@@ -1,0 +1,138 @@
+"""``index-docs`` and ``retrieve``."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ragplate.catalog.documents import AccessContext
+from ragplate.catalog.errors import InvalidInputError
+from ragplate.cli.output import console, flow_progress, print_json, quiet_expected_errors
+
+
+class IndexProfile(StrEnum):
+    developer = "developer"
+    user = "user"
+    all = "all"
+
+
+class IndexName(StrEnum):
+    developer = "developer"
+    user = "user"
+
+
+def index_docs(
+    profile: Annotated[IndexProfile, typer.Option(help="Which index to build.")] = IndexProfile.all,
+    path: Annotated[
+        Path | None, typer.Option(help="Index this directory instead of the configured roots.")
+    ] = None,
+    prefix: Annotated[
+        str | None,
+        typer.Option(help="Label prefix for --path ('' for bare relative paths; default: the "
+                     "directory name)."),
+    ] = None,
+    full: Annotated[bool, typer.Option("--full", help="Re-embed every source.")] = False,
+    allow_empty: Annotated[
+        bool,
+        typer.Option("--allow-empty", help="Let a root without Markdown files delete the "
+                     "sources it indexed (refused otherwise: usually a missing mount)."),
+    ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Index documentation through the Prefect flow [bold]index-rag-docs[/bold].
+
+    Every source is read and validated first; an invalid one (e.g. an unknown audience)
+    stops the run with the store unchanged. Unchanged sources are not embedded again. A
+    root that holds no Markdown file while the index holds its sources stops the run too,
+    unless --allow-empty.
+
+    Example: ragplate index-docs --path ../shared/corpora/laraplate --prefix '' --full
+    """
+    from ragplate.flows.index_docs import explicit_root
+    from ragplate.infra.environment import get_settings
+    from ragplate.infra.prefect_server import prefect_api
+    from ragplate.infra.runtime import Runtime
+
+    explicit_root(str(path) if path is not None else None, prefix)  # before any service
+    runtime = Runtime(get_settings())
+    runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
+    with prefect_api(runtime.settings):
+        from ragplate.flows.index_docs import index_rag_docs
+        quiet_expected_errors()
+
+        with flow_progress(json_output):
+            rows = index_rag_docs(profile=profile.value,
+                                  path=str(path) if path is not None else None,
+                                  prefix=prefix, full=full, allow_empty=allow_empty)
+    if json_output:
+        print_json({"indexes": rows})
+        return
+    table = Table(title="index-rag-docs")
+    for key in rows[0] if rows else []:
+        table.add_column(key)
+    for row in rows:
+        table.add_row(*(str(v) for v in row.values()))
+    console.print(table)
+
+
+def retrieve(
+    question: Annotated[str, typer.Argument(help="The question to retrieve documentation for.")],
+    index: Annotated[IndexName, typer.Option(help="developer or user index.")] = (
+        IndexName.developer
+    ),
+    top_k: Annotated[int | None, typer.Option(help="Hits to return (1-10).")] = None,
+    tenant: Annotated[str | None, typer.Option(help="User index: the tenant asking.")] = None,
+    locale: Annotated[str | None, typer.Option(help="User index: only this locale.")] = None,
+    permission: Annotated[
+        list[str] | None, typer.Option(help="User index: a permission held (repeatable).")
+    ] = None,
+    module: Annotated[str | None, typer.Option(help="User index: only this module.")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
+) -> None:
+    """Retrieve cited documentation for a question.
+
+    Example: ragplate retrieve "How does incremental indexing work?" --top-k 3 --json
+    """
+    from ragplate.catalog.text import check_text
+    from ragplate.infra.environment import get_settings
+    from ragplate.infra.runtime import Runtime
+    from ragplate.tasks.retrieval.documentation import retrieve_with_runtime
+
+    check_text(question, "QUESTION")  # before any service starts
+    given = [name for name, value in (("--tenant", tenant), ("--locale", locale),
+                                      ("--permission", permission), ("--module", module))
+             if value]
+    if index is IndexName.developer and given:
+        raise InvalidInputError(f"{', '.join(given)}: filters of the user index only (add "
+                                f"--index user); the developer index is searched unfiltered")
+    access = None
+    if index is IndexName.user:
+        access = AccessContext(tenant=tenant, locale=locale,
+                               permissions=frozenset(permission or []), module=module)
+    hits = retrieve_with_runtime(Runtime(get_settings()), question, index=index.value,
+                                 top_k=top_k, access=access)
+    if json_output:
+        print_json({"hits": [h.as_dict() for h in hits]})
+        return
+    if not hits:
+        console.print("No documentation found for this question.")
+        return
+    for rank, hit in enumerate(hits, 1):
+        data = hit.as_dict()
+        crumb = f" › {data['heading_breadcrumb']}" if data["heading_breadcrumb"] else ""
+        label, crumb = escape(str(data["source_label"])), escape(crumb)
+        console.print(f"[bold]\\[{rank}] {label}[/bold]{crumb}  "
+                      f"[dim](score {data['score']:.4f})[/dim]", highlight=False)
+        console.print(data["excerpt"], markup=False, highlight=False)
+        console.print()
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the commands to the root app."""
+    app.command("index-docs")(index_docs)
+    app.command("retrieve")(retrieve)

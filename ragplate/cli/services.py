@@ -1,0 +1,97 @@
+"""``up``, ``down``, ``status`` and ``serve``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from ragplate.cli.output import console, print_json
+
+if TYPE_CHECKING:
+    from ragplate.infra.services import ServiceState
+
+def _print_states(states: list[ServiceState], json_output: bool) -> None:
+    if json_output:
+        print_json({"services": [asdict(s) for s in states]})
+        return
+    table = Table()
+    for column in ("service", "state", "url", "pid", "detail"):
+        # The URL is folded, never cut: its socket directory is what an operator looks for.
+        table.add_column(column, overflow="fold" if column == "url" else "ellipsis")
+    for s in states:
+        table.add_row(s.name, "[green]running[/green]" if s.running else "[red]stopped[/red]",
+                      s.url or "", str(s.pid or ""), s.detail or "")
+    console.print(table)
+
+
+def up(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Start the embedded services (PostgreSQL, Prefect server) in the background.
+
+    They keep running for every ragplate process sharing RAGPLATE_HOME until `ragplate down`.
+    """
+    from ragplate.infra import services
+    from ragplate.infra.environment import get_settings
+
+    _print_states(services.up(get_settings()), json_output)
+
+
+def down(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Stop the embedded services of this RAGPLATE_HOME (external ones are left alone)."""
+    from ragplate.infra import services
+    from ragplate.infra.environment import get_settings
+
+    _print_states(services.down(get_settings()), json_output)
+
+
+def status(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Show the services and their URLs without starting anything."""
+    from ragplate.infra import services
+    from ragplate.infra.environment import get_settings
+
+    _print_states(services.status(get_settings()), json_output)
+
+
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (RAGPLATE_API_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535,
+                                             help="Port (RAGPLATE_API_PORT).")] = None,
+) -> None:
+    """Serve the API (health, documentation search; OpenAPI at /docs).
+
+    Example: ragplate serve --port 8000
+    """
+    import uvicorn
+
+    from ragplate.infra.environment import get_settings
+    from ragplate.infra.runtime import Runtime
+
+    settings = get_settings()
+    bind_host, bind_port = host or settings.api_host, port or settings.api_port
+    check_port_free(bind_host, bind_port)
+    Runtime(settings).engine  # noqa: B018 - fail fast on the database before binding
+    uvicorn.run("ragplate.api.app:create_app", factory=True, host=bind_host, port=bind_port,
+                log_level="info")
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise :class:`ServiceError` (one line, exit 3) when ``host:port`` cannot be bound,
+    e.g. another ``serve`` holds it, rather than uvicorn's log lines."""
+    from ragplate.catalog.errors import ServiceError
+    from ragplate.infra.ports import bind_error
+
+    error = bind_error(host, port)
+    if error is not None:
+        raise ServiceError(f"cannot serve on {host}:{port}: {error.strerror or error}; stop "
+                           "what holds the port or choose another with --port or "
+                           "RAGPLATE_API_PORT")
+
+
+def register(app: typer.Typer) -> None:
+    """Attach ``up``, ``down``, ``status`` and ``serve`` to the root app."""
+    app.command("up")(up)
+    app.command("down")(down)
+    app.command("status")(status)
+    app.command("serve")(serve)

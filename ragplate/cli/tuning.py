@@ -1,0 +1,73 @@
+"""``ragplate tune-retrieval``: fusion tuning of application search through its Prefect
+flow (the options and the flow runner are the application-content evaluation's)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ragplate.cli.evaluate_content import (
+    Dataset,
+    Force,
+    JsonOutput,
+    Output,
+    Source,
+    run_flow,
+    warn_idle_reranker,
+)
+from ragplate.cli.output import console, print_json
+
+
+def tune_retrieval(
+    source: Source = "cms.contents", *, dataset: Dataset, output: Output, force: Force = False,
+    grid: Annotated[str, typer.Option(help="default (108 candidates) or a JSON file holding "
+                                      "a list of parameter sets.")] = "default",
+    metric: Annotated[str, typer.Option(help="The metric candidates are ranked by.")] = (
+        "ndcg_at_5"),
+    holdout: Annotated[float, typer.Option(min=0.0, max=0.99, help="Share of the cases kept "
+                                           "out of the selection (0 disables).")] = 0.3,
+    min_class_cases: Annotated[int, typer.Option(min=1, help="Fewest selection cases for a "
+                                                 "class override.")] = 8,
+    class_margin: Annotated[float, typer.Option(min=0.0, max=1.0, help="Gain over the "
+                                                "overall winner a class override needs.")] = 0.01,
+    noise_margin: Annotated[str, typer.Option(help="auto (one case: 1 / selection cases, at "
+                                              "least 0.01), a number from 0 to 1, or 0 (off)."
+                                              )] = "auto",
+    json_output: JsonOutput = False,
+) -> None:
+    """Tune application search's fusion through the Prefect flow
+    [bold]tune-retrieval[/bold]: record each case's rankings once, re-fuse them for every
+    candidate, validate on held-out cases, print the ready-to-paste profile block.
+
+    Example: ragplate tune-retrieval --source cms.contents --dataset ~/private/cms.json
+    --output reports/tuning.json --holdout 0.3
+    """
+    from ragplate.tasks.tuning.grid import load_grid
+    from ragplate.tasks.tuning.pages import paste_block
+    from ragplate.tasks.tuning.tuner import Safeguards, parse_noise_margin
+
+    margin = parse_noise_margin(noise_margin)
+    Safeguards(metric=metric, holdout=holdout, min_class_cases=min_class_cases,
+               class_margin=class_margin, noise_margin=margin)
+    load_grid(grid)  # refuse a bad grid before anything starts
+    report = run_flow(output, force, "tune_retrieval", source=source, dataset=str(dataset),
+                  grid=grid, metric=metric, holdout=holdout, min_class_cases=min_class_cases,
+                  class_margin=class_margin, noise_margin=margin)
+    if json_output:
+        print_json(report)
+    else:
+        console.print(f"outcome: {report['outcome']} (noise {report['noise']['status']}, "
+                      f"hold-out validation {report['validation']['status']})",
+                      highlight=False)
+        console.print(f"Report: {output} (HTML: {output.with_suffix('.html')})",
+                      highlight=False)
+        # soft_wrap: a wrapped comment line would lose its "#" when pasted.
+        console.print(paste_block(report, output.name), markup=False, highlight=False,
+                      soft_wrap=True)
+    warn_idle_reranker(report["reranked"]["reranker"])
+
+
+def register(app: typer.Typer) -> None:
+    """Attach ``tune-retrieval`` to the root app."""
+    app.command("tune-retrieval")(tune_retrieval)

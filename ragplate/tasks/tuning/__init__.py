@@ -1,0 +1,2 @@
+"""Tuning: the fusion grid, the tuner and its guards, the tuning report and the fusion
+ceiling."""

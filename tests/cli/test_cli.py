@@ -1,0 +1,272 @@
+"""The ``ragplate`` command line: in-process through Typer's runner, and ``main()`` (the
+error translation) through ``python -m ragplate`` subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragplate.cli import app
+from ragplate.infra.stores.base import DocumentStore
+from tests.testing.corpus import DEVELOPER_FILES
+
+DEFAULT = "local:intfloat/multilingual-e5-small"
+
+
+@pytest.fixture(autouse=True)
+def _session_home(ragplate_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands read get_settings(): the session home, no external Prefect or provider."""
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.delenv("RAGPLATE_EMBEDDINGS_URL", raising=False)
+    assert os.environ["RAGPLATE_HOME"] == str(ragplate_home)
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def ragplate(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m ragplate ARGS`` with RAGPLATE_HOME = ``home`` (runs ``main()``)."""
+    environ = {k: v for k, v in os.environ.items()
+               if not k.startswith("RAGPLATE_") and k != "PREFECT_API_URL"}
+    environ.update(RAGPLATE_HOME=str(home), **env)
+    return subprocess.run([sys.executable, "-m", "ragplate", *args], env=environ,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_help_shows_examples(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["--help"])
+
+    assert result.exit_code == 0
+    assert "Examples" in result.output
+    assert "ragplate index-docs --path" in result.output
+    assert "ragplate embeddings probe local:intfloat/multilingual-e5-small" in result.output
+    for command in ("index-docs", "retrieve", "embeddings", "db", "status", "up", "down"):
+        assert command in result.output
+
+
+def test_command_help_has_an_example(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["retrieve", "--help"])
+
+    assert result.exit_code == 0
+    assert "Example: ragplate retrieve" in result.output
+
+
+def test_probe_local_profile_as_json(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["embeddings", "probe", DEFAULT, "--json"])
+
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["profile"] == DEFAULT
+    assert data["dimensions"] == data["declared_dimensions"] == 384
+    assert data["ok"] is True
+    assert data["norm"] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_probe_reports_a_length_other_than_declared(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragplate.catalog.profiles import PROFILES, TEST_PROFILES
+
+    key = "local:ragplate/hashing-misdeclared"  # declares 32 dimensions, measures 64
+    monkeypatch.setitem(PROFILES, key, TEST_PROFILES[key])
+    result = runner.invoke(app, ["embeddings", "probe", key, "--json"])
+
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert (data["declared_dimensions"], data["dimensions"], data["ok"]) == (32, 64, False)
+    assert data["norm"] is None
+
+
+def test_probe_plain_output(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["embeddings", "probe", DEFAULT])
+
+    assert result.exit_code == 0
+    assert "dimensions  384 (declared 384)" in result.stdout
+
+
+def test_main_unknown_profile_is_one_clear_line(ragplate_home: Path) -> None:
+    result = ragplate(ragplate_home, "embeddings", "probe", "local:no/such-model")
+
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Error: unknown embedding profile 'local:no/such-model'")
+    assert DEFAULT in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_main_remote_profile_without_url_says_what_is_missing(ragplate_home: Path) -> None:
+    result = ragplate(ragplate_home, "embeddings", "probe",
+                      "openai_compatible:intfloat/multilingual-e5-small")
+
+    assert result.returncode == 2  # a configuration error
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Error: profile 'openai_compatible:intfloat/multilingual-e5-small'")
+    assert "RAGPLATE_EMBEDDINGS_URL" in lines[0]  # says which setting is missing
+    assert "Traceback" not in result.stderr
+
+
+def test_main_keeps_bracketed_text_of_error_messages(ragplate_home: Path) -> None:
+    # Nothing listens on port 1: the provider error carries its [request_id ...].
+    result = ragplate(ragplate_home, "embeddings", "probe",
+                      "openai_compatible:intfloat/multilingual-e5-small",
+                      RAGPLATE_EMBEDDINGS_URL="http://127.0.0.1:1", RAGPLATE_EMBEDDINGS_TIMEOUT="5")
+
+    assert result.returncode != 0
+    # (A warning log line may precede it; the error itself is one line.)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, result.stderr
+    assert errors[0].startswith("Error: [request_id ")  # not eaten as Rich markup
+    assert "http://127.0.0.1:1/v1/embeddings" in errors[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_main_usage_error_exits_2(ragplate_home: Path) -> None:
+    result = ragplate(ragplate_home, "index-docs", "--profile", "bogus")
+
+    assert result.returncode == 2
+    assert "Invalid value for '--profile'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_index_docs_rejects_an_unknown_profile(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["index-docs", "--profile", "bogus"])
+
+    assert result.exit_code == 2
+    assert "bogus" in result.output
+    assert "developer" in result.output and "user" in result.output
+
+
+@pytest.mark.integration
+def test_retrieve_json_prints_hits_with_four_keys(
+    runner: CliRunner, developer_index: DocumentStore
+) -> None:
+    question = "When is the PostgreSQL database dumped for backups?"
+    result = runner.invoke(app, ["retrieve", question, "--top-k", "3", "--json"])
+
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert list(data) == ["hits"]
+    assert len(data["hits"]) == 3
+    for hit in data["hits"]:
+        assert list(hit) == ["source_label", "heading_breadcrumb", "excerpt", "score"]
+        assert hit["source_label"].removeprefix("dev/") in DEVELOPER_FILES
+    assert data["hits"][0]["source_label"] == "dev/ops/backup.md"
+
+
+@pytest.mark.integration
+def test_retrieve_plain_output_cites_sources(
+    runner: CliRunner, developer_index: DocumentStore
+) -> None:
+    result = runner.invoke(app, ["retrieve", "Which endpoint reports health?", "--top-k", "1"])
+
+    assert result.exit_code == 0, result.output
+    assert "[1] dev/api/health.md" in result.stdout
+    assert "GET /health reports the database and index counts." in result.stdout
+
+
+@pytest.mark.integration
+def test_retrieve_user_index_with_access_options(
+    runner: CliRunner, developer_index: DocumentStore
+) -> None:
+    # The developer documents never reach the user index.
+    result = runner.invoke(app, ["retrieve", "backups", "--index", "user", "--tenant", "acme",
+                                 "--permission", "docs.read", "--locale", "en", "--json"])
+
+    assert result.exit_code == 0, result.output
+    labels = [h["source_label"] for h in json.loads(result.stdout)["hits"]]
+    assert not any(label.startswith("dev/") for label in labels)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["retrieve", "   "], "QUESTION must contain a non-space character"),
+    (["index-docs", "--path", "/nonexistent/docs"], "--path /nonexistent/docs: not a directory"),
+    (["index-docs", "--prefix", "docs"], "--prefix needs --path"),
+    (["retrieve", "backups", "--tenant", "acme", "--module", "core"],
+     "--tenant, --module: filters of the user index only (add --index user); the developer "
+     "index is searched unfiltered"),
+])
+def test_bad_options_are_refused_before_starting_anything(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    home = tmp_path / "never-started"
+    result = ragplate(home, *args)
+
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"Error: {message}"
+    assert not (home / "pgdata").exists()
+
+
+@pytest.mark.integration
+def test_db_upgrade_prints_the_revision(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["db", "upgrade"])
+
+    assert result.exit_code == 0, result.output
+    from alembic.script import ScriptDirectory
+
+    from ragplate.infra.database import MIGRATIONS_DIR
+
+    head = ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()  # grows with migrations
+    assert f"database at revision {head}" in result.stdout
+
+
+@pytest.mark.integration
+def test_status_json(runner: CliRunner, ragplate_home: Path, developer_index: DocumentStore):
+    result = runner.invoke(app, ["status", "--json"])
+
+    assert result.exit_code == 0, result.output
+    services = {s["name"]: s for s in json.loads(result.stdout)["services"]}
+    assert set(services) == {"postgresql", "prefect"}
+    postgres = services["postgresql"]
+    assert postgres["running"] is True and isinstance(postgres["pid"], int)
+    assert postgres["url"].startswith("postgresql+psycopg://postgres@/ragplate")
+    assert str(ragplate_home) in postgres["url"]
+    assert services["prefect"]["url"].startswith("http://127.0.0.1:")
+
+
+def test_serve_refuses_a_port_another_server_holds_in_one_line() -> None:
+    import socket
+
+    from ragplate.catalog.errors import ServiceError
+    from ragplate.cli.services import check_port_free
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+
+        with pytest.raises(ServiceError) as error:
+            check_port_free("127.0.0.1", port)
+
+    assert str(error.value).startswith(f"cannot serve on 127.0.0.1:{port}: ")
+    assert error.value.exit_code == 3
+    check_port_free("127.0.0.1", port)  # free again: no error
+
+
+def test_ctrl_c_exits_130_saying_aborted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragplate.cli import main
+    from ragplate.infra import services
+
+    def interrupted(settings: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(services, "status", interrupted)
+    monkeypatch.setattr("sys.argv", ["ragplate", "status"])
+
+    with pytest.raises(SystemExit) as exited:
+        main()
+
+    assert exited.value.code == 130
+    assert capsys.readouterr().err.strip() == "Aborted."

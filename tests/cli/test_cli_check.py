@@ -1,0 +1,232 @@
+"""``ragplate evaluate check`` on both kinds of dataset and report: the kind read from the
+file or given with ``--kind``, and errors that name the file, the case and the field."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ragplate.catalog.datasets import DatasetError
+from ragplate.catalog.errors import InvalidInputError
+from ragplate.catalog.settings import PROJECT_ROOT
+from ragplate.cli import app
+from ragplate.tasks.evaluation.expectations import ExpectationsFailed
+
+DATASETS = PROJECT_ROOT / "datasets"
+CONTENT = DATASETS / "application-content-fixture.json"
+DOCUMENTATION = DATASETS / "documentation-developer-fixture.json"
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def content_data() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(CONTENT.read_text(encoding="utf-8"))
+    return data
+
+
+def write(path: Path, data: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_an_application_content_dataset_is_recognised_and_passes(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["evaluate", "check", str(CONTENT)])
+    assert result.exit_code == 0, result.output
+    assert f"{CONTENT}: suite application_content_dataset passed" in result.output
+    cases = len(content_data()["cases"])
+    assert f"{cases} rows" in result.output
+
+    explicit = runner.invoke(app, ["evaluate", "check", str(CONTENT),
+                                   "--kind", "application-content"])
+    assert explicit.exit_code == 0, explicit.output
+    assert "suite application_content_dataset passed" in explicit.output
+
+
+def test_documentation_datasets_are_still_recognised(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["evaluate", "check", str(DOCUMENTATION)])
+    assert result.exit_code == 0, result.output
+    assert "suite documentation_dataset passed" in result.output
+
+
+def test_a_malformed_case_names_the_case_and_the_field(runner: CliRunner,
+                                                       tmp_path: Path) -> None:
+    data = content_data()
+    case = data["cases"][1]
+    case["limit"] = "10"  # a quoted number: the format does not coerce
+    bad = write(tmp_path / "bad.json", data)
+
+    result = runner.invoke(app, ["evaluate", "check", str(bad)])
+    assert result.exit_code != 0
+    error = result.exception
+    assert isinstance(error, DatasetError)
+    assert (error.case_id, error.field) == (case["id"], "limit")
+    assert str(error).startswith(f"{bad}: case '{case['id']}', field 'limit'")
+
+
+def test_the_command_line_prints_one_line_and_exits_2(tmp_path: Path) -> None:
+    data = content_data()
+    case = data["cases"][0]
+    case["locale"] = "English"
+    bad = write(tmp_path / "bad.json", data)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("RAGPLATE_")}
+
+    result = subprocess.run([sys.executable, "-m", "ragplate", "evaluate", "check", str(bad)],
+                            env=environ, capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(lines) == 1
+    assert lines[0].startswith(f"Error: {bad}: case '{case['id']}', field 'locale': String "
+                               "should match pattern")
+    assert case["query"] not in result.stderr  # the query may come from a private corpus
+    assert "Traceback" not in result.stderr
+
+
+def test_kind_overrides_the_shape(runner: CliRunner) -> None:
+    # A documentation dataset read as application content fails that schema, by field.
+    result = runner.invoke(app, ["evaluate", "check", str(DOCUMENTATION),
+                                 "--kind", "application-content"])
+    assert isinstance(result.exception, DatasetError)
+    assert "field 'source': missing key" in str(result.exception)
+    assert "field 'limit': missing key" in str(result.exception)
+
+
+def test_a_file_with_both_kinds_marks_is_refused_unless_kind_says(runner: CliRunner,
+                                                                  tmp_path: Path) -> None:
+    data = content_data()
+    case = data["cases"][2]
+    case["expected_source_labels"] = []
+    mixed = write(tmp_path / "mixed.json", data)
+
+    guessed = runner.invoke(app, ["evaluate", "check", str(mixed)])
+    assert isinstance(guessed.exception, InvalidInputError)
+    message = str(guessed.exception)
+    assert message.startswith(f"{mixed}: cannot tell which kind of dataset this is")
+    assert "documentation: cases[].expected_source_labels" in message
+    assert "application-content: source, cases[].expected_hit_ids" in message
+    assert "--kind" in message
+
+    told = runner.invoke(app, ["evaluate", "check", str(mixed),
+                               "--kind", "application-content"])
+    assert isinstance(told.exception, DatasetError)
+    assert (told.exception.case_id, told.exception.field) == (case["id"],
+                                                              "expected_source_labels")
+    assert "unknown key" in str(told.exception)
+
+
+def test_a_dataset_of_no_known_kind_is_refused(runner: CliRunner, tmp_path: Path) -> None:
+    unknown = write(tmp_path / "unknown.json", {"version": "1", "cases": [{"id": "a"}]})
+    result = runner.invoke(app, ["evaluate", "check", str(unknown)])
+    assert isinstance(result.exception, InvalidInputError)
+    assert str(result.exception).startswith(f"{unknown}: cannot tell which kind of dataset")
+    assert "neither" in str(result.exception)
+
+    not_json = tmp_path / "list.json"
+    not_json.write_text("[]", encoding="utf-8")
+    result = runner.invoke(app, ["evaluate", "check", str(not_json)])
+    assert str(result.exception).startswith(f"{not_json}: neither a dataset")
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "cannot be read (No such file or directory)"),
+    (b"{", "not valid JSON (Expecting property name"),
+    (b'{"cases": [], "cases": []}', "not valid JSON (key 'cases' appears twice"),
+    (b"\xff{}", "not UTF-8"),
+])
+def test_an_unreadable_file_says_why(runner: CliRunner, tmp_path: Path,
+                                     content: bytes | None, message: str) -> None:
+    path = tmp_path / "file.json"
+    if content is not None:
+        path.write_bytes(content)
+
+    result = runner.invoke(app, ["evaluate", "check", str(path)])
+
+    assert isinstance(result.exception, InvalidInputError)
+    assert str(result.exception).startswith(f"{path}: {message}")
+
+
+def test_unknown_kind_is_a_usage_error(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["evaluate", "check", str(CONTENT), "--kind", "cms"])
+    assert result.exit_code == 2
+    assert "documentation" in result.output and "application-content" in result.output
+
+
+@pytest.mark.parametrize(("name", "suite"), [
+    ("application-content-fixture.json", "application_content_report"),
+    ("retrieval-strategies-fixture.json", "retrieval_strategies_report"),
+    ("retrieval-tuning-fixture.json", "retrieval_tuning_report"),
+    ("documentation-user-fixture-vector.json", "documentation_report"),
+])
+def test_reports_are_checked_with_the_suite_of_their_kind(runner: CliRunner, name: str,
+                                                          suite: str) -> None:
+    result = runner.invoke(app, ["evaluate", "check", str(DATASETS / "baselines" / name)])
+    assert result.exit_code == 0, result.output
+    assert f"suite {suite} passed" in result.output
+
+
+def bad_content_report(tmp_path: Path) -> Path:
+    """The committed application-content baseline with a hit@5 out of range."""
+    report = json.loads((DATASETS / "baselines" / "application-content-fixture.json")
+                        .read_text(encoding="utf-8"))
+    report["metrics"]["hit_at_5"] = 1.5
+    return write(tmp_path / "report.json", report)
+
+
+def test_a_bad_application_content_report_names_the_expectation(runner: CliRunner,
+                                                                tmp_path: Path) -> None:
+    bad = bad_content_report(tmp_path)
+    result = runner.invoke(app, ["evaluate", "check", str(bad)])
+    assert isinstance(result.exception, ExpectationsFailed)
+    assert result.exception.suite == "application_content_report"
+    assert result.exception.where == str(bad)
+    assert str(result.exception).startswith(
+        f"{bad}: expectation suite 'application_content_report' failed")
+    assert "expect_column_values_to_be_between" in str(result.exception)
+
+
+def test_json_output_of_a_passed_check(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["evaluate", "check", str(CONTENT), "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out.pop("expectations") > 0
+    assert out == {"file": str(CONTENT), "what": "dataset", "kind": "application-content",
+                   "passed": True, "suite": "application_content_dataset",
+                   "rows": len(content_data()["cases"])}
+
+    report = DATASETS / "baselines" / "documentation-user-fixture-vector.json"
+    checked = json.loads(runner.invoke(app, ["evaluate", "check", str(report),
+                                             "--json"]).stdout)
+    assert (checked["what"], checked["kind"], checked["suite"]) == (
+        "report", "documentation", "documentation_report")
+
+
+def test_json_output_of_a_failed_check_keeps_the_exit_code(runner: CliRunner,
+                                                           tmp_path: Path) -> None:
+    bad = bad_content_report(tmp_path)
+    result = runner.invoke(app, ["evaluate", "check", str(bad), "--json"])
+    assert result.exit_code == 2
+    out = json.loads(result.stdout)
+    assert out["passed"] is False and out["file"] == str(bad)
+    assert out["suite"] == "application_content_report"
+    assert any("expect_column_values_to_be_between" in f and "[1.5]" in f
+               for f in out["failures"])
+    assert out["error"].startswith(f"{bad}: expectation suite")
+
+    data = content_data()
+    del data["cases"][0]["query"]
+    malformed = write(tmp_path / "dataset.json", data)
+    refused = runner.invoke(app, ["evaluate", "check", str(malformed), "--json"])
+    assert refused.exit_code == 2
+    out = json.loads(refused.stdout)
+    assert out["passed"] is False and out["suite"] is None and out["failures"] == []
+    assert "field 'query'" in out["error"] and str(malformed) in out["error"]
