@@ -19,7 +19,7 @@ run: $(STAMP)
 	$(BIN)/ragplate up
 	$(BIN)/ragplate index-docs
 	$(BIN)/ragplate retrieve "How do I add an embedding profile?" --top-k 3
-	$(BIN)/ragplate serve --host 127.0.0.1 --port 8000
+	$(BIN)/ragplate serve
 
 ## Lint, type-check and run the whole test suite.
 test: $(STAMP)

@@ -10,7 +10,10 @@ from ragplate.cli.output import console
 
 
 def db_upgrade(revision: Annotated[str, typer.Argument()] = "head") -> None:
-    """Apply the schema migrations (also done automatically on first use)."""
+    """Apply the schema migrations (also done automatically on first use).
+
+    Example: ragplate db upgrade head
+    """
     from ragplate.infra.database import current_revision, get_engine, upgrade
     from ragplate.infra.environment import get_settings
 

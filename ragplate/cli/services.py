@@ -31,6 +31,8 @@ def up(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Start the embedded services (PostgreSQL, Prefect server) in the background.
 
     They keep running for every ragplate process sharing RAGPLATE_HOME until `ragplate down`.
+
+    Example: ragplate up --json
     """
     from ragplate.infra import services
     from ragplate.infra.environment import get_settings
@@ -39,7 +41,10 @@ def up(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
 
 
 def down(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Stop the embedded services of this RAGPLATE_HOME (external ones are left alone)."""
+    """Stop the embedded services of this RAGPLATE_HOME (external ones are left alone).
+
+    Example: ragplate down
+    """
     from ragplate.infra import services
     from ragplate.infra.environment import get_settings
 
@@ -47,7 +52,10 @@ def down(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
 
 
 def status(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Show the services and their URLs without starting anything."""
+    """Show the services and their URLs without starting anything.
+
+    Example: ragplate status --json
+    """
     from ragplate.infra import services
     from ragplate.infra.environment import get_settings
 

@@ -221,6 +221,15 @@ def test_db_upgrade_prints_the_revision(runner: CliRunner) -> None:
 
 
 @pytest.mark.integration
+def test_db_upgrade_to_an_unknown_revision_is_one_line_and_exit_2(ragplate_home: Path) -> None:
+    result = ragplate(ragplate_home, "db", "upgrade", "bogus")
+
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "Error: revision 'bogus': Can't locate revision identified by 'bogus'"]
+
+
+@pytest.mark.integration
 def test_status_json(runner: CliRunner, ragplate_home: Path, developer_index: DocumentStore):
     result = runner.invoke(app, ["status", "--json"])
 
