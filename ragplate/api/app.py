@@ -9,6 +9,7 @@ from ragplate.api.body_limit import BodyLimit
 from ragplate.api.errors import install_error_handlers
 from ragplate.api.routes import docs_search, health, search
 from ragplate.api.routes.docs_ui import install_docs_page
+from ragplate.catalog.entities import entities
 from ragplate.catalog.settings import Settings
 from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
@@ -31,5 +32,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(docs_search.router)
     app.include_router(search.router)
+    search.document_entities(app, list(entities(app.state.runtime.settings)))
     install_docs_page(app)
     return app

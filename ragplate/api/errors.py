@@ -3,7 +3,12 @@
 - ragplate errors carry their own status (:class:`~ragplate.catalog.errors.RagplateError`);
 - a database connection that fails while serving is a 503 ``DatabaseError``, not a 500;
 - request validation is a 422 whose ``detail`` lists ``{loc, msg, type}`` per problem,
-  never echoing the input back (it may be huge, or not encodable as JSON);
+  never echoing the input back (it may be huge, or not encodable as JSON), at most
+  :data:`MAX_PROBLEMS` of them (then one ``too_many_errors`` entry counting the rest), so
+  a body of a thousand unknown keys cannot make a response larger than itself; it is
+  rendered off the event loop;
+- text that is not valid Unicode (an unpaired surrogate) that reaches past validation is
+  a 422 too, never a 500;
 - routing errors (404, 405) keep their status with the same body shape.
 """
 
@@ -19,6 +24,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from ragplate.catalog.errors import RagplateError
+from ragplate.catalog.text import without_paths
 from ragplate.infra.database import CONNECTION_ERRORS, connection_lost
 
 
@@ -33,9 +39,19 @@ class ErrorBody(BaseModel):
 
 #: The error responses every route may give, for the OpenAPI document.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "The body cannot be read as JSON (it is not "
+          "UTF-8)."},
+    413: {"model": ErrorBody, "description": "The body is larger than "
+          "RAGPLATE_API_MAX_BODY_BYTES."},
     422: {"model": ErrorBody, "description": "Invalid request (fields named in detail)."},
     503: {"model": ErrorBody, "description": "PostgreSQL, the store or a model is unavailable."},
 }
+
+
+def public_detail(exc: RagplateError) -> str:
+    """What a response says of an error: its message, without file system paths when the
+    server is at fault (a 5xx)."""
+    return without_paths(str(exc)) if exc.http_status >= 500 else str(exc)
 
 
 def error_response(status: int, detail: Any) -> JSONResponse:
@@ -51,10 +67,20 @@ def _body(error: str, detail: Any, status: int) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": error, "detail": detail})
 
 
+#: The most problems a validation error lists.
+MAX_PROBLEMS = 20
+
+
 def _problems(exc: RequestValidationError) -> list[dict[str, Any]]:
     # "input" and "ctx" are left out: they repeat what the caller sent.
-    return [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")),
-             "type": str(e.get("type", ""))} for e in exc.errors()]
+    errors = exc.errors()
+    problems: list[dict[str, Any]] = [
+        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")),
+         "type": str(e.get("type", ""))} for e in errors[:MAX_PROBLEMS]]
+    if len(errors) > MAX_PROBLEMS:
+        problems.append({"loc": [], "msg": f"and {len(errors) - MAX_PROBLEMS} more problems",
+                         "type": "too_many_errors"})
+    return problems
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -62,7 +88,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RagplateError)
     async def _ragplate(request: Request, exc: RagplateError) -> JSONResponse:
-        return _body(exc.__class__.__name__, str(exc), exc.http_status)
+        return _body(exc.__class__.__name__, public_detail(exc), exc.http_status)
 
     async def _database(request: Request, exc: Exception) -> JSONResponse:
         lost = connection_lost(exc)  # type: ignore[arg-type]
@@ -71,9 +97,17 @@ def install_error_handlers(app: FastAPI) -> None:
     for kind in CONNECTION_ERRORS:
         app.add_exception_handler(kind, _database)
 
+    # A plain function: Starlette runs it in its thread pool, so rendering a large list of
+    # problems never holds up the requests the event loop is serving.
     @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         return _body("ValidationError", _problems(exc), 422)
+
+    @app.exception_handler(UnicodeError)
+    def _unicode(request: Request, exc: UnicodeError) -> JSONResponse:
+        return _body("ValidationError", [{"loc": [], "msg": "text must be valid Unicode "
+                                          "(no unpaired surrogate)", "type": "unicode_error"}],
+                     422)
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> JSONResponse:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from ragplate.catalog.text import text_problem
 
@@ -25,10 +25,27 @@ def _usable(*, blank_ok: bool) -> AfterValidator:
     return AfterValidator(check)
 
 
-#: A query: not blank, no NUL character.
-SearchText = Annotated[str, _usable(blank_ok=False)]
-#: A tenant id: no NUL character.
-TenantText = Annotated[str, _usable(blank_ok=True)]
+#: The validators' rules as JSON Schema patterns, so that the OpenAPI document says what a
+#: request may hold (the validators keep their own, clearer messages).
+_NO_NUL = "^[^\\x00]*$"
+_NOT_BLANK = "^[^\\x00]*[^\\x00\\s][^\\x00]*$"
+
+#: A query, an entity name, a locale: not blank, no NUL character, valid Unicode.
+SearchText = Annotated[str, _usable(blank_ok=False),
+                       Field(json_schema_extra={"pattern": _NOT_BLANK})]
+#: A tenant id: no NUL character, valid Unicode (blank is the global tenant).
+TenantText = Annotated[str, _usable(blank_ok=True), Field(json_schema_extra={"pattern": _NO_NUL})]
+
+
+def _integral(value: object) -> object:
+    # JSON Schema's integer is a number without a fraction: 10.0 is one; "10" is not.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: A whole number, written as a JSON number (``10`` or ``10.0``, never ``"10"``).
+WholeNumber = Annotated[int, BeforeValidator(_integral)]
 
 
 class StrictRequest(BaseModel):

@@ -29,7 +29,8 @@ def _texts(runtime: Any, records: list[tuple[str, str]]) -> tuple[list[str], lis
     from ragplate.tasks.indexing.split import make_splitter, split_documents
     from ragplate.tasks.records.texts import compose_text
 
-    documents = read_sources(runtime.settings.all_roots())
+    documents = read_sources(runtime.settings.all_roots(),
+                             max_bytes=runtime.settings.docs_max_file_bytes)
     splitter = make_splitter(runtime.settings)
     chunks = split_documents(developer_corpus(documents), splitter)
     chunks += split_documents(user_corpus(documents, runtime.policy), splitter)

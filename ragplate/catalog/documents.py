@@ -11,6 +11,8 @@ from ragplate.catalog.errors import UnknownAudienceError
 AUDIENCES: tuple[str, ...] = ("user", "developer", "shared")
 IndexName = Literal["developer", "user"]
 INDEXES: tuple[IndexName, ...] = ("developer", "user")
+#: The largest documentation file read, in bytes (``RAGPLATE_DOCS_MAX_FILE_BYTES``).
+DEFAULT_MAX_SOURCE_BYTES = 5_000_000
 
 #: The only fields a user-index hit exposes (a security boundary, not a relevance signal).
 SAFE_FIELDS: tuple[str, ...] = (
@@ -120,6 +122,10 @@ class AudiencePolicy:
         if not isinstance(perms, list) or not all(isinstance(p, str) for p in perms):
             return "required_permissions is not a list of strings"
         scope = metadata.get("tenant_scope")
+        if mixes_global(scope):
+            # Fail closed: a list naming tenants reads as restricted, yet global in it would
+            # show the document to every tenant.
+            return "tenant_scope mixes global with tenant ids"
         if not tenant_scope_valid(scope):
             return "tenant_scope is missing or invalid"
         return None
@@ -140,6 +146,12 @@ def tenant_scope_valid(scope: Any) -> bool:
         and bool(scope)
         and all(isinstance(t, str | int) and not isinstance(t, bool) for t in scope)
     )
+
+
+def mixes_global(scope: Any) -> bool:
+    """A list of tenant ids that also holds ``global`` (refused by the policy)."""
+    return (isinstance(scope, list) and len(scope) > 1
+            and any(str(t) == "global" for t in scope))
 
 
 def tenant_ids(scope: Any) -> list[str]:

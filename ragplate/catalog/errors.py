@@ -65,6 +65,20 @@ class SourceError(InvalidInputError):
         return (self.__class__, (self.source, self.reason))
 
 
+class SourcesError(InvalidInputError):
+    """Several documentation sources cannot be indexed: one line per source, so that a run
+    names every file to fix at once."""
+
+    def __init__(self, errors: list[SourceError]) -> None:
+        lines = "\n".join(f"  {error}" for error in errors)
+        super().__init__(f"{len(errors)} documentation sources cannot be indexed, nothing was "
+                         f"changed:\n{lines}")
+        self.errors = errors
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.errors,))
+
+
 class EmptyRootError(InvalidInputError):
     """A documentation root read no Markdown file while the index holds sources of it:
     usually a missing checkout or mount, so nothing is deleted unless asked."""

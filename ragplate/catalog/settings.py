@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ragplate.catalog.documents import DEFAULT_MAX_SOURCE_BYTES
 from ragplate.catalog.entities import Entity
 from ragplate.catalog.errors import ConfigurationError
 
@@ -137,6 +138,11 @@ class Settings(BaseSettings):
         default="pgvector",
         description="Documentation store driver: pgvector (default), filesystem (single "
         "instance, one file per index under RAGPLATE_HOME/stores) or memory (tests).",
+    )
+    docs_max_file_bytes: int = Field(
+        default=DEFAULT_MAX_SOURCE_BYTES, ge=1024,
+        description="Largest documentation file an indexing run reads, in bytes; a larger "
+        "one is refused naming the file (exit 2, nothing changed).",
     )
     splitter: SplitterName = Field(
         default="markdown_aware",

@@ -1,11 +1,15 @@
-"""Checks on free text that reaches the database: queries and tenants.
+"""Checks on free text that reaches the database: queries, tenants, entity names.
 
-PostgreSQL text cannot hold a NUL character, so one would surface as a database error
-(a 500, or a 503 from a store) instead of as the caller's mistake; a blank query would
-return arbitrary hits. Both are refused where the text enters, naming the field.
+PostgreSQL text cannot hold a NUL character, and text with an unpaired surrogate (a JSON
+``"\\ud800"``, or a command-line argument that is not UTF-8) cannot even be encoded for
+it: either would surface as a database error or a crash instead of as the caller's
+mistake; a blank query would return arbitrary hits. All three are refused where the text
+enters, naming the field.
 """
 
 from __future__ import annotations
+
+import re
 
 from ragplate.catalog.errors import InvalidInputError
 
@@ -17,6 +21,10 @@ def text_problem(value: str, *, blank_ok: bool = False) -> str | None:
     where blank has a meaning (an empty tenant is the global one)."""
     if NUL in value:
         return "must not contain a NUL character (U+0000)"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"must be valid Unicode text (an unpaired surrogate at character {exc.start})"
     if not blank_ok and not value.strip():
         return "must contain a non-space character"
     return None
@@ -28,3 +36,14 @@ def check_text(value: str, field: str, *, blank_ok: bool = False) -> str:
     if problem is not None:
         raise InvalidInputError(f"{field} {problem}")
     return value
+
+
+#: An absolute file system path in a message, quoted or bare.
+_PATH = re.compile(r'"/[^"]*"|(?<![\w.:/])/(?:[^\s/"]+/)+[^\s/",:]*')
+
+
+def without_paths(message: str) -> str:
+    """``message`` with every absolute file system path replaced by ``(a path)``: what the
+    API says about a server-side failure names the service, not where it keeps its files
+    (a socket under ``RAGPLATE_HOME``, a log file)."""
+    return _PATH.sub("(a path)", message)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Any
 
@@ -57,9 +58,26 @@ for module in (docs, services, embeddings, db, bench, servers, demo, evaluate, t
 err_console = Console(stderr=True)
 
 
+def undecodable_argument(arguments: list[str]) -> str | None:
+    """The first argument that is not UTF-8 (Python holds its bytes as lone surrogates),
+    shown by its bytes, with its position; ``None`` when every argument is text."""
+    for position, argument in enumerate(arguments, 1):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(argument).decode("utf-8", "backslashreplace")
+            return f"argument {position} '{shown}' is not valid UTF-8"
+    return None
+
+
 def main() -> None:
     """Entry point: run the app; a RagplateError becomes one line and its exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    problem = undecodable_argument(sys.argv[1:])
+    if problem is not None:  # before Typer, which would fail on it with a traceback
+        err_console.print(f"[red]Error:[/red] {escape(problem)}", highlight=False,
+                          soft_wrap=True)
+        sys.exit(2)
     try:
         # Without standalone mode Typer returns exit codes (e.g. 130 on Ctrl-C) instead
         # of exiting with them.

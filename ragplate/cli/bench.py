@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from ragplate.catalog.settings import BUNDLED_DOCS
+
 DEFAULT_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "laraplate"
 DEFAULT_DATASETS = DEFAULT_CORPUS.parents[1] / "benchmarks" / "laraplate"
 
@@ -82,10 +84,30 @@ def fusion(
     run(corpus=corpus, datasets=datasets, output=output)
 
 
+def hostile(
+    corpus: Annotated[Path, typer.Option(help="The clean documentation directory the hostile "
+                                         "files are added to.")] = BUNDLED_DOCS,
+    output: Annotated[Path, typer.Option(help="Where to write the figures.")] = Path(
+        "reports/bench-hostile.json"
+    ),
+) -> None:
+    """Index a corpus clean, with the indexable hostile files (links out of the root, an
+    alias bomb, 20,000-level front matter, a byte order mark) and with the refused ones
+    too (a NUL byte, a 20 MB file, a binary .md), each run as its own process; print time,
+    peak RSS, exit code and the refusals named. Uses a scratch RAGPLATE_HOME.
+
+    Example: ragplate bench hostile --corpus docs
+    """
+    from ragplate.bench.hostile import run
+
+    run(corpus=corpus, output=output)
+
+
 def register(app: typer.Typer) -> None:
     """Attach the ``bench`` group to the root app."""
     group = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
     group.command("indexing")(indexing)
     group.command("switch")(switch)
     group.command("fusion")(fusion)
+    group.command("hostile")(hostile)
     app.add_typer(group, name="bench")

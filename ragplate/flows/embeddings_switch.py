@@ -19,6 +19,7 @@ from ragplate.infra.environment import get_settings
 from ragplate.infra.locks import RunLock
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.switch_state import read_state
+from ragplate.tasks.flow_runs import crash_orphans
 from ragplate.tasks.switch import steps
 from ragplate.tasks.switch.phases import PhaseContext
 from ragplate.tasks.switch.report import Reporter
@@ -44,6 +45,7 @@ def embeddings_switch(
     if not run_lock.acquire():
         raise SwitchRefusedError("refused: another process is executing the switch right now")
     try:
+        crash_orphans("embeddings-switch")
         flow_run_id, run_count = _flow_run()
         if run_count > 1 and read_state(runtime.engine).status != "idle":
             action = "resume"  # a retried flow run continues the stored switch

@@ -21,6 +21,7 @@ from ragplate.infra import locks
 from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
 from ragplate.tasks import progress
+from ragplate.tasks.flow_runs import crash_orphans
 from ragplate.tasks.indexing import index, steps
 from ragplate.tasks.indexing.split import make_splitter
 
@@ -77,6 +78,7 @@ def index_rag_docs(
         if not acquired:
             raise ServiceError("another index-docs run is indexing this database; nothing "
                                "was changed: run again when it has finished")
+        crash_orphans("index-rag-docs")
         return _index(runtime, profile, path, prefix, full, allow_empty)
 
 
@@ -86,7 +88,7 @@ def _index(runtime: Runtime, profile: IndexProfile, path: str | None, prefix: st
     targets = indexes_for(profile)
     roots = resolve_roots(runtime, path, prefix)
     others = [p for p in runtime.settings.all_roots() if p not in roots]
-    documents = steps.read_sources(roots)
+    documents = steps.read_sources(roots, runtime.settings.docs_max_file_bytes)
     model = runtime.active_profile()
     embedder = runtime.embedder(model)
     splitter = make_splitter(runtime.settings)

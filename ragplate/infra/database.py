@@ -10,8 +10,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import InterfaceError, OperationalError, ProgrammingError, SQLAlchemyError
 
-from ragplate.catalog.errors import DatabaseError
+from ragplate.catalog.errors import DatabaseError, InvalidInputError
 from ragplate.catalog.settings import Settings
+from ragplate.catalog.text import without_paths
 from ragplate.infra import postgres
 
 if TYPE_CHECKING:
@@ -110,8 +111,10 @@ def _alembic_config(engine: Engine) -> Config:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Bring the schema to ``revision`` (idempotent; serialised across processes)."""
+    """Bring the schema to ``revision`` (idempotent; serialised across processes); a
+    revision the migrations do not know is :class:`InvalidInputError` naming it."""
     from alembic import command
+    from alembic.util.exc import CommandError
 
     try:
         with engine.begin() as conn:
@@ -120,6 +123,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
             config = _alembic_config(engine)
             config.attributes["connection"] = conn
             command.upgrade(config, revision)
+    except CommandError as exc:
+        raise InvalidInputError(f"revision {revision!r}: {exc}") from None
     except SQLAlchemyError as exc:
         raise DatabaseError(f"database migration failed: {_reason(exc)}") from exc
 
@@ -144,7 +149,15 @@ def connection_lost(exc: SQLAlchemyError) -> DatabaseError:
     return DatabaseError(f"PostgreSQL is unavailable: {_reason(exc)}")
 
 
-def _reason(exc: SQLAlchemyError) -> str:
+def safe_reason(exc: BaseException) -> str:
+    """The first line of a database error's explanation, without the SQL, its parameters
+    or any file system path: errors leave through the API and name the service, not where
+    it keeps its files."""
     orig = getattr(exc, "orig", None)
     text = str(orig or exc).strip().splitlines()
-    return text[0] if text else exc.__class__.__name__
+    first = text[0] if text else exc.__class__.__name__
+    return without_paths(first)
+
+
+def _reason(exc: SQLAlchemyError) -> str:
+    return safe_reason(exc)

@@ -71,6 +71,21 @@ def test_a_database_lost_after_start_is_a_503_naming_postgresql(settings: Settin
         assert "SELECT" not in response.json()["detail"]
 
 
+def test_a_503_names_the_service_not_where_it_keeps_its_files(settings: Settings) -> None:
+    app = create_app(settings)
+    socket_dir = "/tmp/ragplate-no-such-socket-dir"
+    app.state.runtime.__dict__["engine"] = sa.create_engine(
+        f"postgresql+psycopg://nobody@/none?host={socket_dir}&connect_timeout=2")
+    with TestClient(app) as lost:
+        responses = [lost.get("/health"),
+                     lost.post("/v1/docs/search", json={"query": "anything"})]
+
+    for response in responses:
+        assert response.status_code == 503
+        assert socket_dir not in response.text and ".s.PGSQL" not in response.text
+        assert "PostgreSQL is unavailable" in response.text
+
+
 def test_an_undeclared_serving_profile_is_a_503_and_not_blamed_on_the_database(
     client: TestClient, engine: sa.Engine,
 ) -> None:

@@ -175,6 +175,8 @@ def test_fully_declared_document_is_admitted() -> None:
         ({"tenant_scope": [True]}, "tenant_scope is missing or invalid"),
         ({"tenant_scope": {"id": "acme"}}, "tenant_scope is missing or invalid"),
         ({"tenant_scope": False}, "tenant_scope is missing or invalid"),
+        ({"tenant_scope": ["acme", "global"]}, "tenant_scope mixes global with tenant ids"),
+        ({"tenant_scope": ["global", 7]}, "tenant_scope mixes global with tenant ids"),
     ],
 )
 def test_policy_refuses_each_missing_or_wrong_field(changes: dict[str, Any], reason: str) -> None:

@@ -397,3 +397,25 @@ def test_a_run_while_another_holds_the_index_lock_changes_nothing(
 
     assert snapshot(engine, store) == before
     assert run(corpus)["re-embedded"] == 0  # free again: a normal, incremental run
+
+
+def test_a_run_marks_flow_runs_a_dead_process_left_running_as_crashed(
+    first_run: dict[str, Any], corpus: Path, store: DocumentStore
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Running
+
+    from ragplate.flows.index_docs import index_rag_docs
+
+    with get_client(sync_client=True) as client:
+        # What a SIGKILLed index-docs leaves behind: its flow run, RUNNING for good.
+        orphan = client.create_flow_run(index_rag_docs, parameters={"profile": "developer"},
+                                        state=Running())
+
+    run(corpus)
+
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(orphan.id).state
+    assert state is not None and state.type == StateType.CRASHED
+    assert "the next run of index-rag-docs found its lock free" in (state.message or "")

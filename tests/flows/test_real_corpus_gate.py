@@ -99,7 +99,7 @@ USER_PAGES: dict[str, tuple[str, bool]] = {
 
 def test_user_dataset_scores_with_section_labels(embedder: Any, laraplate_corpus: Path,
                                                  tmp_path: Path) -> None:
-    from ragplate.tasks.indexing.read import split_front_matter
+    from ragplate.tasks.indexing.front_matter import split_front_matter
 
     for name, (label, sections) in USER_PAGES.items():
         raw = (laraplate_corpus / "faq-module-Core" / name).read_text(encoding="utf-8")

@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 
 from ragplate.api.deps import RuntimeDep
 from ragplate.api.errors import ERROR_RESPONSES
-from ragplate.api.fields import SearchText, StrictRequest
+from ragplate.api.fields import SearchText, StrictRequest, WholeNumber
 from ragplate.tasks.retrieval.documentation import retrieve_with_runtime
 
 router = APIRouter(prefix="/v1/docs", tags=["documentation"])
@@ -17,7 +17,7 @@ class SearchRequest(StrictRequest):
     """A question for the developer index."""
 
     query: SearchText = Field(min_length=1, max_length=2000, description="The question.")
-    top_k: int = Field(default=5, ge=1, le=10, description="Hits to return (1-10).")
+    top_k: WholeNumber = Field(default=5, ge=1, le=10, description="Hits to return (1-10).")
 
 
 class SearchHit(BaseModel):

@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from ragplate.api.deps import RuntimeDep
+from ragplate.api.errors import public_detail
 from ragplate.catalog.documents import INDEXES
 from ragplate.catalog.errors import DatabaseError, RagplateError
 from ragplate.infra.database import CONNECTION_ERRORS, connection_lost
@@ -47,5 +48,5 @@ def _unavailable(exc: RagplateError) -> JSONResponse:
     lost = isinstance(exc, DatabaseError) or isinstance(exc.__cause__, CONNECTION_ERRORS)
     database = "unavailable" if lost else "ok"
     body = Health(status="unavailable", database=database, active_profile=None, indexes={},
-                  detail=str(exc))
+                  detail=public_detail(exc))
     return JSONResponse(status_code=503, content=body.model_dump())

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, FastAPI
 from pydantic import BaseModel, Field
 
 from ragplate.api.deps import RuntimeDep
 from ragplate.api.errors import ERROR_RESPONSES
-from ragplate.api.fields import SearchText, StrictRequest, TenantText
+from ragplate.api.fields import SearchText, StrictRequest, TenantText, WholeNumber
 from ragplate.tasks.retrieval.application import search_with_runtime
 
 router = APIRouter(prefix="/v1", tags=["search"])
@@ -18,7 +19,8 @@ router = APIRouter(prefix="/v1", tags=["search"])
 class AppSearchRequest(StrictRequest):
     """A search over the published records of one entity, in one locale."""
 
-    entity: str = Field(min_length=1, max_length=100, description="e.g. cms.contents")
+    entity: SearchText = Field(min_length=1, max_length=100,
+                               description="A declared entity, e.g. cms.contents.")
     query: SearchText = Field(min_length=1, max_length=2000, description="What to look for.")
     mode: Literal["fast", "balanced", "deep"] = Field(
         default="balanced",
@@ -32,7 +34,7 @@ class AppSearchRequest(StrictRequest):
         default=None, min_length=1, max_length=200,
         description="The caller's tenant: records of 'global' and of this tenant are searched.",
     )
-    top_k: int = Field(default=10, ge=1, le=50, description="Hits to return (1-50).")
+    top_k: WholeNumber = Field(default=10, ge=1, le=50, description="Hits to return (1-50).")
 
 
 class AppSearchHit(BaseModel):
@@ -80,3 +82,20 @@ def search(request: AppSearchRequest, runtime: RuntimeDep) -> AppSearchResponse:
         locale=request.locale, tenant=request.tenant, top_k=request.top_k,
     )
     return AppSearchResponse.model_validate(result.as_dict())
+
+
+def document_entities(app: FastAPI, names: Sequence[str]) -> None:
+    """Name the declared entities as the ``enum`` of ``entity`` in the OpenAPI document
+    (they are settings, so the request model cannot list them): a client, or a fuzzer,
+    learns the valid values. The route still refuses an unknown one itself (422)."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            entity = schema["components"]["schemas"]["AppSearchRequest"]["properties"]["entity"]
+            entity["enum"] = sorted(names)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -24,5 +24,7 @@ def make_embedder(profile: EmbeddingProfile, settings: Settings | None = None) -
     profile needs no settings; an ``openai_compatible`` one is resolved to its server from
     ``settings`` (:class:`ConfigurationError` without them)."""
     if profile.provider == "local":
-        return LocalEmbedder(profile)
+        if settings is None:
+            return LocalEmbedder(profile)
+        return LocalEmbedder(profile, batch_size=settings.embed_batch_size)
     return OpenAICompatibleEmbedder(profile, settings)

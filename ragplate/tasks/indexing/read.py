@@ -2,29 +2,28 @@
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
-import json
 import logging
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from ragplate.catalog.documents import (
+    DEFAULT_MAX_SOURCE_BYTES,
     AudiencePolicy,
     Document,
     apply_developer_defaults,
     validate_audience,
 )
-from ragplate.catalog.errors import SourceError
+from ragplate.catalog.errors import SourceError, SourcesError
+from ragplate.tasks.indexing.front_matter import split_front_matter
 
 log = logging.getLogger(__name__)
 
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
+NUL = "\x00"
+BOM = "\ufeff"
 
 
 def source_label(prefix: str, root: Path, path: Path) -> str:
@@ -33,34 +32,14 @@ def source_label(prefix: str, root: Path, path: Path) -> str:
     return f"{prefix}/{relative}" if prefix else relative
 
 
-def split_front_matter(label: str, raw: str) -> tuple[dict[str, Any], str]:
-    """Metadata from the YAML front matter and the text without it.
+def read_document(prefix: str, root: Path, path: Path, *,
+                  max_bytes: int = DEFAULT_MAX_SOURCE_BYTES) -> Document:
+    """One Markdown file as a Document; raises :class:`SourceError` naming the file.
 
-    Invalid YAML (or front matter that is not a mapping) yields no metadata and a
-    warning naming the file; the block is still removed from the indexed text.
-    """
-    match = _FRONT_MATTER.match(raw)
-    if not match:
-        return {}, raw
-    body = raw[match.end() :]
-    try:
-        loaded = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        log.warning("%s: invalid YAML front matter, indexed without metadata (%s)", label,
-                    str(exc).splitlines()[0])
-        return {}, body
-    if loaded is None:
-        return {}, body
-    if not isinstance(loaded, dict):
-        log.warning("%s: front matter is not a mapping, indexed without metadata", label)
-        return {}, body
-    # Dates and other YAML types become strings so metadata is plain JSON everywhere.
-    metadata: dict[str, Any] = json.loads(json.dumps(loaded, default=str))
-    return metadata, body
-
-
-def read_document(prefix: str, root: Path, path: Path) -> Document:
-    """One Markdown file as a Document; raises :class:`SourceError` naming the file."""
+    Refused: a file name that is not UTF-8, a file larger than ``max_bytes``, one that
+    cannot be read, is not UTF-8 or holds a NUL character (PostgreSQL text cannot hold
+    one). A UTF-8 byte order mark is dropped, so front matter after it is read; the content
+    hash is the SHA-256 of the bytes after it."""
     label = source_label(prefix, root, path)
     try:
         label.encode("utf-8")
@@ -70,13 +49,28 @@ def read_document(prefix: str, root: Path, path: Path) -> Document:
         shown = os.fsencode(label).decode("utf-8", "backslashreplace")
         raise SourceError(shown, "file name is not valid UTF-8; rename the file") from None
     try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise SourceError(label, f"is {size} bytes, above the cap of {max_bytes} "
+                              "(RAGPLATE_DOCS_MAX_FILE_BYTES)")
         data = path.read_bytes()
         raw = data.decode("utf-8")
     except OSError as exc:
         raise SourceError(label, f"cannot be read ({exc.strerror})") from exc
     except UnicodeDecodeError as exc:
         raise SourceError(label, f"is not UTF-8 (byte {exc.start})") from exc
+    if len(data) > max_bytes:  # the file grew between stat and read
+        raise SourceError(label, f"is above the cap of {max_bytes} bytes "
+                          "(RAGPLATE_DOCS_MAX_FILE_BYTES)")
+    if raw.startswith(BOM):
+        raw, data = raw[len(BOM):], data[len(BOM.encode()):]
+    if NUL in raw:
+        raise SourceError(label, f"holds a NUL character (U+0000) at character "
+                          f"{raw.index(NUL)}, which PostgreSQL text cannot store")
     metadata, text = split_front_matter(label, raw)
+    if _holds_nul(metadata):  # a YAML "\0" escape
+        raise SourceError(label, "front matter holds a NUL character (U+0000), which "
+                          "PostgreSQL text cannot store")
     validate_audience(label, metadata)
     metadata.setdefault("heading_breadcrumb", [])
     return Document(
@@ -88,29 +82,116 @@ def read_document(prefix: str, root: Path, path: Path) -> Document:
     )
 
 
-def read_root(prefix: str, root: Path) -> list[Document]:
-    """Every ``*.md`` under ``root`` (recursively), in label order."""
+def _holds_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return NUL in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(v) for v in value)
+    return False
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def source_paths(root: Path) -> list[Path]:
+    """Every ``*.md`` file under ``root`` (already resolved), in sorted order, following
+    links, to files or directories alike, whose target stays inside ``root``. A link whose
+    target resolves outside it is skipped with a warning naming it: a link must not publish
+    a file the root does not hold. A directory reached twice (a link to an ancestor, two
+    links to one directory) is walked once, by its own path when the root holds one."""
+    found: list[Path] = []
+    walked: set[Path] = set()
+    # Real directories first: a linked one is walked only if no real path reached it.
+    pending: list[Path] = [root]
+    linked: list[Path] = []
+    while pending or linked:
+        directory = pending.pop() if pending else linked.pop(0)
+        real = directory.resolve()
+        if real in walked:
+            continue
+        walked.add(real)
+        try:
+            with os.scandir(directory) as entries:
+                children = sorted(entries, key=lambda e: e.name)
+        except OSError as exc:
+            log.warning("%s: cannot be listed (%s); its files are not indexed", directory,
+                        exc.strerror or exc)
+            continue
+        for entry in children:
+            path = Path(entry.path)
+            link = entry.is_symlink()
+            if link:
+                target = path.resolve()
+                if not _inside(target, root):
+                    log.warning("%s: a link to %s, outside the documentation root %s; "
+                                "not indexed", path, target, root)
+                    continue
+            if entry.is_dir():
+                (linked if link else pending).append(path)
+            elif entry.is_file() and fnmatch.fnmatchcase(entry.name, "*.md"):
+                found.append(path)
+    return sorted(found)
+
+
+def read_root(prefix: str, root: Path, *,
+              max_bytes: int = DEFAULT_MAX_SOURCE_BYTES) -> list[Document]:
+    """Every ``*.md`` under ``root`` (recursively, see :func:`source_paths`), in label
+    order; every file is read before a refusal is raised, so that one run names them all
+    (:class:`SourcesError`, or the one :class:`SourceError`)."""
     if not root.is_dir():
         raise SourceError(str(root), "documentation root is not a directory")
     root = root.resolve()
-    paths = sorted(p for p in root.rglob("*.md") if p.is_file())
-    return [read_document(prefix, root, path) for path in paths]
+    documents, errors = [], []
+    for path in source_paths(root):
+        try:
+            documents.append(read_document(prefix, root, path, max_bytes=max_bytes))
+        except SourceError as exc:
+            errors.append(exc)
+    _raise(errors)
+    return documents
 
 
-def read_sources(roots: Mapping[str, Path]) -> list[Document]:
+def _raise(errors: list[SourceError]) -> None:
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise SourcesError(errors)
+
+
+def read_sources(roots: Mapping[str, Path], *,
+                 max_bytes: int = DEFAULT_MAX_SOURCE_BYTES) -> list[Document]:
     """Read and validate every source of every root before anything is written.
 
     Any invalid source (unknown audience, unreadable file) raises here, so an indexing
-    run stops with the store exactly as it was.
+    run stops with the store exactly as it was; every invalid source of every root is
+    named, one line each.
     """
+    for root in roots.values():
+        if not Path(root).is_dir():
+            raise SourceError(str(root), "documentation root is not a directory")
     documents: list[Document] = []
+    errors: list[SourceError] = []
     seen: dict[str, Path] = {}
     for prefix, root in roots.items():
-        for document in read_root(prefix, Path(root)):
+        try:
+            read = read_root(prefix, Path(root), max_bytes=max_bytes)
+        except SourcesError as exc:
+            errors += exc.errors
+            continue
+        except SourceError as exc:
+            errors.append(exc)
+            continue
+        for document in read:
             if document.source in seen:
-                raise SourceError(document.source, f"label is produced by two roots ({root})")
+                errors.append(SourceError(document.source,
+                                          f"label is produced by two roots ({root})"))
+                continue
             seen[document.source] = Path(root)
             documents.append(document)
+    _raise(errors)
     return sorted(documents, key=lambda d: d.source)
 
 

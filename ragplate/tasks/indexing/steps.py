@@ -23,9 +23,9 @@ from ragplate.tasks.retries import io_task
 
 
 @io_task("read-sources")
-def read_sources(roots: Mapping[str, Path]) -> list[Document]:
+def read_sources(roots: Mapping[str, Path], max_bytes: int) -> list[Document]:
     """Read and validate every source (see :func:`ragplate.tasks.indexing.read.read_sources`)."""
-    return read.read_sources(roots)
+    return read.read_sources(roots, max_bytes=max_bytes)
 
 
 @task(name="select-corpus", cache_policy=NO_CACHE)

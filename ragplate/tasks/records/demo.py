@@ -27,7 +27,7 @@ from ragplate.infra.records.vectors import (
     ensure_model_index,
     write_vectors,
 )
-from ragplate.tasks.indexing.read import split_front_matter
+from ragplate.tasks.indexing.front_matter import split_front_matter
 from ragplate.tasks.records.content import ENTITY, LOCALE, EmbedderFor, default_embedder
 from ragplate.tasks.records.texts import compose_text, text_hash
 

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from ragplate.catalog.documents import Document
-from ragplate.catalog.errors import SourceError
+from ragplate.catalog.errors import SourceError, SourcesError
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.stores.base import SourceRecord
 from ragplate.tasks.indexing.index import emptied_roots, in_scope, root_sources
@@ -60,17 +60,24 @@ def refusal(stored: Mapping[str, Mapping[str, SourceRecord]], documents: Sequenc
     return "; ".join(problems) if problems else None
 
 
+def configured_sources(runtime: Runtime) -> list[Document]:
+    """Every source of every configured root, read and validated (what the switch
+    rebuilds the documentation indexes from)."""
+    from ragplate.tasks.indexing.read import read_sources
+
+    return read_sources(runtime.settings.all_roots(),
+                        max_bytes=runtime.settings.docs_max_file_bytes)
+
+
 def documentation_refusal(runtime: Runtime, indexes: Sequence[str]) -> str | None:
     """:func:`refusal` for the serving model's ``indexes``, after reading every configured
     source (an unreadable or invalid one refuses too)."""
     if not indexes:
         return None
-    from ragplate.tasks.indexing.read import read_sources
-
     roots = runtime.settings.all_roots()
     try:
-        documents = read_sources(roots)
-    except SourceError as exc:
+        documents = configured_sources(runtime)
+    except (SourceError, SourcesError) as exc:
         return f"documentation cannot be read: {exc}"
     serving = runtime.active_profile()
     stored = {index: runtime.store(index, serving).sources() for index in indexes}

@@ -32,10 +32,11 @@ from ragplate.infra.runtime import Runtime
 from ragplate.infra.stores.base import build_search_index
 from ragplate.infra.switch_state import read_state
 from ragplate.tasks.indexing import index as indexing
-from ragplate.tasks.indexing.read import developer_corpus, read_sources, user_corpus
+from ragplate.tasks.indexing.read import developer_corpus, user_corpus
 from ragplate.tasks.indexing.split import make_splitter, split_documents
 from ragplate.tasks.records.texts import embed_record_texts
 from ragplate.tasks.switch import faults
+from ragplate.tasks.switch.documentation import configured_sources
 from ragplate.tasks.switch.state import touch_progress, update_state
 
 
@@ -48,8 +49,7 @@ def doc_indexes(runtime: Runtime) -> tuple[str, ...]:
 def corpus(runtime: Runtime, index: str, documents: Sequence[Document] | None = None
            ) -> list[Document]:
     """The documents of one documentation index (every configured root), in label order."""
-    docs = list(documents) if documents is not None else read_sources(
-        runtime.settings.all_roots())
+    docs = list(documents) if documents is not None else configured_sources(runtime)
     if index == "developer":
         return developer_corpus(docs)
     return user_corpus(docs, runtime.policy)
@@ -73,7 +73,7 @@ def rag_chunks(runtime: Runtime) -> list[ChunkSpec]:
     indexes = doc_indexes(runtime)
     if not indexes:
         return []
-    documents = read_sources(runtime.settings.all_roots())
+    documents = configured_sources(runtime)
     size = runtime.settings.rag_chunk_size
     chunks: list[ChunkSpec] = []
     for index in indexes:

@@ -21,7 +21,7 @@ from ragplate.infra.models import make_embedder, probe
 from ragplate.infra.records.texts import count_texts
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.switch_state import read_state
-from ragplate.tasks.switch.documentation import documentation_refusal
+from ragplate.tasks.switch.documentation import configured_sources, documentation_refusal
 from ragplate.tasks.switch.indexes import doc_indexes
 from ragplate.tasks.switch.state import update_state
 
@@ -306,6 +306,4 @@ def abandon(runtime: Runtime, *, flow_run_id: str | None = None,
 def count_work(runtime: Runtime) -> tuple[int, int]:
     """The preflight phase's count: (searchable texts, documentation files). Reading every
     documentation source validates it before anything is written."""
-    from ragplate.tasks.indexing.read import read_sources
-
-    return total_texts(runtime), len(read_sources(runtime.settings.all_roots()))
+    return total_texts(runtime), len(configured_sources(runtime))

@@ -25,7 +25,7 @@ from ragplate.infra.records.vectors import (
 )
 from ragplate.infra.runtime import Runtime
 from ragplate.tasks.indexing.index import in_scope
-from ragplate.tasks.indexing.read import read_sources
+from ragplate.tasks.switch.documentation import configured_sources
 from ragplate.tasks.switch.embeddings import describe
 from ragplate.tasks.switch.indexes import corpus, doc_indexes, entity_chunks
 
@@ -69,7 +69,7 @@ def check_documentation(runtime: Runtime, profile: EmbeddingProfile) -> list[str
         return problems
     roots = runtime.settings.all_roots()
     prefixes = list(roots)
-    documents = read_sources(roots)
+    documents = configured_sources(runtime)
     vector = runtime.embedder(profile).embed_query(VERIFY_QUERY)
     for index in indexes:
         expected = {d.source for d in corpus(runtime, index, documents)}

@@ -11,13 +11,13 @@ import pytest
 
 from ragplate.catalog.documents import AudiencePolicy
 from ragplate.catalog.errors import SourceError, UnknownAudienceError
+from ragplate.tasks.indexing.front_matter import split_front_matter
 from ragplate.tasks.indexing.read import (
     developer_corpus,
     read_document,
     read_root,
     read_sources,
     source_label,
-    split_front_matter,
     user_corpus,
 )
 from tests.testing.corpus import write_corpus

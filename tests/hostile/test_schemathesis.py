@@ -1,0 +1,40 @@
+"""The API against its own OpenAPI document: a bounded, seeded schemathesis run with every
+check (server errors, undocumented statuses, response schemas, content types, positive and
+negative data), in process over ASGI, on the session's real indexes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import hypothesis
+import pytest
+import schemathesis
+
+from ragplate.api.app import create_app
+from ragplate.catalog.settings import Settings
+from ragplate.infra.runtime import Runtime
+from ragplate.infra.stores.base import DocumentStore
+
+pytestmark = pytest.mark.integration
+
+#: Examples per operation: a few hundred in all, each run the same (derandomized).
+EXAMPLES = 200
+
+# The schema is read when the module is collected, before the session's database exists;
+# the app is handed the session's runtime before the first request (below).
+APP = create_app(Settings(home=Path("/nonexistent/ragplate-schema-only")))
+schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _session_runtime(settings: Settings, developer_index: DocumentStore) -> Iterator[None]:
+    APP.state.runtime = Runtime(settings)
+    yield
+
+
+@schema.parametrize()
+@hypothesis.settings(max_examples=EXAMPLES, derandomize=True, deadline=None,
+                     suppress_health_check=list(hypothesis.HealthCheck))
+def test_the_api_keeps_to_its_schema(case: schemathesis.Case) -> None:
+    case.call_and_validate()
