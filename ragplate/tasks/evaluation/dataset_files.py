@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -190,3 +192,29 @@ def read_named(path: Path | str, kind: DatasetKind) -> LoadedDataset[Any]:
     """:func:`read_dataset` with the kind given by name (``documentation`` or
     ``application_content``)."""
     return read_dataset(path, DATASET_MODELS[kind])
+
+
+def held_out(ids: Sequence[str], share: float) -> set[str]:
+    """The ids of ``floor(share × len(ids))`` cases, the first by the SHA-256 of their id:
+    a split that depends on nothing but the ids, so a case stays on its side whatever the
+    others are."""
+    count = math.floor(len(ids) * share + 1e-9)
+    order = sorted(ids, key=lambda case_id: (hashlib.sha256(case_id.encode()).hexdigest(),
+                                             case_id))
+    return set(order[:count])
+
+
+#: The share of a development dataset held out as its test part.
+TEST_SHARE = 0.5
+Part = Literal["tuning", "test", "all"]
+
+
+def dataset_part(dataset: DocumentationDataset, part: Part,
+                 share: float = TEST_SHARE) -> DocumentationDataset:
+    """The ``tuning`` part of ``dataset`` or its ``test`` part (:func:`held_out` with
+    ``share``), or all of it: recipes are tuned on one and chosen on the other."""
+    if part == "all":
+        return dataset
+    test = held_out([c.id for c in dataset.cases], share)
+    cases = [c for c in dataset.cases if (c.id in test) == (part == "test")]
+    return dataset.model_copy(update={"cases": cases})

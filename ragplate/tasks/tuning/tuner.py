@@ -25,7 +25,6 @@ Ties go to the first candidate (the default grid starts with the L0 constants).
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from typing import Any
 
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.search_tuning import QUERY_CLASSES, ParamSet, TuningProfile
+from ragplate.tasks.evaluation.dataset_files import held_out
 from ragplate.tasks.evaluation.metrics import rounded
 from ragplate.tasks.evaluation.strategies import (
     IR_KEYS,
@@ -104,12 +104,9 @@ def split(recorded: Sequence[RecordedCase], share: float,
     side would be empty (everything is then selection), else ``pending``."""
     if share == 0:
         return list(recorded), [], "disabled"
-    count = math.floor(len(recorded) * share + 1e-9)
-    if count == 0 or count >= len(recorded):
+    held = held_out([r.case.id for r in recorded], share)
+    if not held or len(held) >= len(recorded):
         return list(recorded), [], "skipped"
-    order = sorted(recorded, key=lambda r: (hashlib.sha256(r.case.id.encode()).hexdigest(),
-                                            r.case.id))
-    held = {r.case.id for r in order[:count]}
     return ([r for r in recorded if r.case.id not in held],
             [r for r in recorded if r.case.id in held], "pending")
 

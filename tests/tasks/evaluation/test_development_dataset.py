@@ -1,0 +1,41 @@
+"""The development dataset and its split: deterministic by case id, a part per purpose."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+from ragplate.catalog.datasets import DocumentationDataset
+from ragplate.catalog.settings import PROJECT_ROOT
+from ragplate.tasks.evaluation.dataset_files import dataset_part, held_out, read_dataset
+from ragplate.tasks.evaluation.expectations import validate_documentation_dataset
+
+DEV = PROJECT_ROOT / "datasets" / "documentation-laraplate-dev.json"
+
+
+def test_held_out_depends_on_the_ids_only() -> None:
+    ids = [f"case-{i}" for i in range(10)]
+    chosen = held_out(ids, 0.3)
+    assert len(chosen) == 3
+    assert held_out(list(reversed(ids)), 0.3) == chosen
+    # The first three by the SHA-256 of the id, not the first three given.
+    by_hash = sorted(ids, key=lambda i: hashlib.sha256(i.encode()).hexdigest())
+    assert chosen == set(by_hash[:3]) != set(ids[:3])
+    assert held_out(ids, 0.0) == set() and held_out([], 0.5) == set()
+
+
+def test_the_development_dataset_is_large_mixed_and_split_in_two() -> None:
+    data = read_dataset(DEV, DocumentationDataset).data
+    validate_documentation_dataset(data)
+    assert len(data.cases) >= 150
+    locales = Counter(c.locale for c in data.cases)
+    assert locales["en"] >= 50 and locales["it"] >= 50
+    kinds = Counter(tag for c in data.cases for tag in c.slices)
+    for kind in ("paraphrase", "section", "multihop", "noanswer"):
+        assert kinds[kind] >= 15, kind
+    assert sum(c.expect_refusal for c in data.cases) == kinds["noanswer"]
+    tuning, test = dataset_part(data, "tuning"), dataset_part(data, "test")
+    assert {c.id for c in tuning.cases}.isdisjoint(c.id for c in test.cases)
+    assert len(tuning.cases) + len(test.cases) == len(data.cases)
+    assert abs(len(tuning.cases) - len(test.cases)) <= 0.2 * len(data.cases)
+    assert dataset_part(data, "all") is data
