@@ -143,3 +143,13 @@ def test_the_documentation_names_every_deployment_and_scheduled_report() -> None
         if output and deployment.get("schedules"):
             assert f"`{deployment['name']}`" in reports_readme, deployment["name"]
             assert f"`{PurePosixPath(output).name}`" in reports_readme, output
+
+
+def test_the_weekly_documentation_evaluation_fails_below_its_thresholds() -> None:
+    weekly = [d for d in deployments() if flow_of(d).name == "evaluate-documentation"
+              and d.get("schedules")]
+    assert weekly
+    for deployment in weekly:
+        parameters = deployment["parameters"]
+        assert 0.0 < parameters["min_hit_at_5"] <= 1.0, deployment["name"]
+        assert 0.0 < parameters["min_mrr"] <= 1.0, deployment["name"]

@@ -43,7 +43,14 @@ class EntityTranslations(BaseModel):
     search_column: Identifier | None = Field(
         default=None,
         description="A stored tsvector column for keyword search (GIN-indexed). Without "
-        "one, keyword search computes the vector of the text fields per query.",
+        "one, keyword search computes the vector of the text fields per query, in the "
+        "language of each translation's locale.",
+    )
+    search_language: Literal["simple", "locale"] = Field(
+        default="simple",
+        description="How search_column was computed, so that queries are read alike: "
+        "simple (one configuration for every locale), or locale (ragplate's configuration "
+        "of the translation's locale, ragplate_<language>, as cms.contents' column).",
     )
 
 
@@ -100,6 +107,7 @@ SHIPPED: dict[str, Entity] = {
             key_column="content_id",
             text_fields=("title", "body"),
             search_column="search",
+            search_language="locale",
         ),
     )
 }

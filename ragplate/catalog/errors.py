@@ -206,3 +206,11 @@ class UnknownEntityError(InvalidInputError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (self.__class__, (self.name, self.known))
+
+
+class BelowThresholdError(RagplateError):
+    """An evaluation measured a figure below the threshold it was given (``--min-mrr``,
+    ``--min-hit-at-5``): the report is written, and the run fails so CI and the weekly
+    deployment see it. Exit code 1."""
+
+    exit_code = 1

@@ -6,6 +6,8 @@ import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 
+from ragplate.catalog.text_search import configuration_sql
+
 metadata = sa.MetaData()
 
 #: Typed application settings stored in PostgreSQL (the active embedding profile, ...).
@@ -42,14 +44,15 @@ rag_sources = sa.Table(
 #: tsvector holds at most 1 MB, which an inline base64 image of a few hundred KB exceeds.
 DOCS_SEARCH_TEXT_CHARS = 100_000
 
-#: Generated keyword-search vector of a documentation chunk (migrations 0004, 0007): the
+#: Generated keyword-search vector of a documentation chunk (migrations 0004, 0007, 0008): the
 #: words of its source label and heading breadcrumb weigh A, the first
-#: :data:`DOCS_SEARCH_TEXT_CHARS` characters of its text D, English stemming.
+#: :data:`DOCS_SEARCH_TEXT_CHARS` characters of its text D, both read in the language of the
+#: chunk's locale (:mod:`ragplate.catalog.text_search`).
+_DOCS_CONFIG = configuration_sql("metadata->>'locale'")
 DOCS_SEARCH_VECTOR = (
-    "setweight(to_tsvector('english'::regconfig, translate(source, '/_.-', '    ') || ' ' "
-    "|| coalesce(metadata->>'heading_breadcrumb', '')), 'A') "
-    f"|| setweight(to_tsvector('english'::regconfig, left(text, {DOCS_SEARCH_TEXT_CHARS})), "
-    "'D')"
+    f"setweight(to_tsvector({_DOCS_CONFIG}, translate(source, '/_.-', '    ') || ' ' "
+    f"|| coalesce(metadata->>'heading_breadcrumb', '')), 'A') "
+    f"|| setweight(to_tsvector({_DOCS_CONFIG}, left(text, {DOCS_SEARCH_TEXT_CHARS})), 'D')"
 )
 
 #: Documentation chunks. ``embedding`` has no fixed length so several models can live side
@@ -70,10 +73,11 @@ rag_chunks = sa.Table(
     sa.Index("ix_rag_chunks_search", "search", postgresql_using="gin"),
 )
 
-#: Generated keyword-search vector of a content translation: the title weighs most.
-CONTENT_SEARCH_VECTOR = (
-    "setweight(to_tsvector('simple', title), 'A') || to_tsvector('simple', body)"
-)
+#: Generated keyword-search vector of a content translation (migrations 0002, 0008): the
+#: title weighs most, both read in the language of the translation's locale.
+_CONTENT_CONFIG = configuration_sql("locale")
+CONTENT_SEARCH_VECTOR = (f"setweight(to_tsvector({_CONTENT_CONFIG}, title), 'A') "
+                         f"|| to_tsvector({_CONTENT_CONFIG}, body)")
 
 #: The records of the shipped entity ``cms.contents`` (texts are in the translations).
 cms_contents = sa.Table(

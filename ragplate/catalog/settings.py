@@ -28,7 +28,7 @@ DEFAULT_PROFILE = "local:intfloat/multilingual-e5-small"
 #: ``RAGPLATE_HOME`` when neither it nor ``XDG_DATA_HOME`` is set (``~`` is expanded).
 DEFAULT_HOME = Path("~/.local/share/ragplate")
 #: The document-context share of stored documentation vectors (see ``docs_context_weight``).
-DEFAULT_DOCS_CONTEXT_WEIGHT = 1.0
+DEFAULT_DOCS_CONTEXT_WEIGHT = 0.5
 
 SplitterName = Literal["markdown_aware", "sentence", "delimiter"]
 StoreName = Literal["pgvector", "filesystem", "memory"]
@@ -149,10 +149,10 @@ class Settings(BaseSettings):
         description="Document splitter: markdown_aware, sentence or delimiter.",
     )
     splitter_max_words: int = Field(
-        default=200, ge=20, le=2000, description="Maximum words per chunk."
+        default=120, ge=20, le=2000, description="Maximum words per chunk."
     )
     splitter_overlap_words: int = Field(
-        default=0, ge=0, le=500, description="Words repeated between consecutive chunks of a "
+        default=20, ge=0, le=500, description="Words repeated between consecutive chunks of a "
         "long section."
     )
     splitter_prepend_heading_breadcrumb: bool = Field(
@@ -187,15 +187,21 @@ class Settings(BaseSettings):
         default=DEFAULT_DOCS_CONTEXT_WEIGHT, ge=0.0, le=4.0,
         description="How much of its document a documentation chunk's stored vector carries: "
         "the chunk's own direction plus this weight times the mean direction of its "
-        "document's chunks. 1.0 (default) favours questions about what a document covers; 0 "
-        "stores each chunk's own vector, sharper for finding one section by its own words. A "
-        "change re-embeds every source on the next index run.",
+        "document's chunks. 0.5 (default) keeps a chunk mostly itself while it carries what its "
+        "document covers; 0 stores each chunk's own vector, sharper for finding one section "
+        "by its own words. A change re-embeds every source on the next index run.",
     )
     docs_retrieval: DocsRetrieval = Field(
         default="vector",
         description="Documentation retrieval strategy (developer and user indexes): vector "
         "(default) or hybrid (PostgreSQL full-text BM25 + vector, fused by reciprocal rank "
         "fusion; the memory and filesystem stores compute BM25 in Python).",
+    )
+    docs_rrf_k: int = Field(
+        default=20, ge=1, le=1000,
+        description="The reciprocal-rank-fusion constant of hybrid documentation retrieval: "
+        "a label scores 1 / (k + rank) in each ranking; a smaller k weighs the first ranks "
+        "more.",
     )
     search_adaptive_tuning: bool = Field(
         default=False,

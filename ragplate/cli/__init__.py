@@ -22,6 +22,7 @@ from ragplate.cli import (
     search,
     servers,
     services,
+    sources,
     tuning,
 )
 
@@ -52,7 +53,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 # One way of adding commands: every module attaches its own with ``register(app)``.
-for module in (docs, services, embeddings, db, bench, servers, demo, evaluate, tuning, search):
+for module in (docs, sources, services, embeddings, db, bench, servers, demo, evaluate, tuning,
+               search):
     module.register(app)
 
 err_console = Console(stderr=True)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ragplate.catalog.settings import BUNDLED_DOCS
+from ragplate.catalog.settings import BUNDLED_DOCS, PROJECT_ROOT
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "laraplate"
 DEFAULT_DATASETS = DEFAULT_CORPUS.parents[1] / "benchmarks" / "laraplate"
@@ -103,6 +103,35 @@ def hostile(
     run(corpus=corpus, output=output)
 
 
+def retrieval(
+    corpus: Annotated[Path, typer.Option(help="Documentation directory to index.")] = (
+        DEFAULT_CORPUS
+    ),
+    dataset: Annotated[
+        list[Path] | None,
+        typer.Option(help="Developer dataset to score (repeatable; default: the two public "
+                     "developer datasets and datasets/documentation-laraplate-dev.json, "
+                     "whose tuning and test parts count apart)."),
+    ] = None,
+    output: Annotated[Path, typer.Option(help="Where to write the figures.")] = Path(
+        "reports/bench-retrieval.json"
+    ),
+) -> None:
+    """Score every documentation-retrieval recipe (chunk size and overlap, what is prepended
+    to the embedded text, document-context weight, vector or hybrid and its RRF constant)
+    on every dataset, with the real model; mark the recipes that lose more than one case
+    against today's default anywhere. Uses a scratch RAGPLATE_HOME.
+
+    Example: ragplate bench retrieval --corpus ../shared/corpora/laraplate
+    """
+    from ragplate.bench.retrieval import run
+
+    datasets = dataset or [DEFAULT_DATASETS / "2026-09-17-developer-core-baseline.json",
+                           DEFAULT_DATASETS / "2026-09-18-developer-retrieval.json",
+                           PROJECT_ROOT / "datasets" / "documentation-laraplate-dev.json"]
+    run(corpus=corpus, datasets=datasets, output=output)
+
+
 def register(app: typer.Typer) -> None:
     """Attach the ``bench`` group to the root app."""
     group = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
@@ -110,4 +139,5 @@ def register(app: typer.Typer) -> None:
     group.command("switch")(switch)
     group.command("fusion")(fusion)
     group.command("hostile")(hostile)
+    group.command("retrieval")(retrieval)
     app.add_typer(group, name="bench")

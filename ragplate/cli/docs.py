@@ -126,8 +126,11 @@ def retrieve(
         data = hit.as_dict()
         crumb = f" › {data['heading_breadcrumb']}" if data["heading_breadcrumb"] else ""
         label, crumb = escape(str(data["source_label"])), escape(crumb)
+        # In vector mode the score is the similarity: shown once.
+        similar = (f", similarity {data['similarity']:.4f}"
+                   if f"{data['similarity']:.4f}" != f"{data['score']:.4f}" else "")
         console.print(f"[bold]\\[{rank}] {label}[/bold]{crumb}  "
-                      f"[dim](score {data['score']:.4f})[/dim]", highlight=False)
+                      f"[dim](score {data['score']:.4f}{similar})[/dim]", highlight=False)
         console.print(data["excerpt"], markup=False, highlight=False)
         console.print()
 

@@ -42,25 +42,46 @@ def documentation(
     corpus: Annotated[Path | None, typer.Option(
         help="Deterministic mode: the fixture corpus (default datasets/fixtures/documentation)."
     )] = None,
+    cases: Annotated[Path | None, typer.Option(
+        "--cases", help="Also write each case's expected labels, returned labels and first "
+        "relevant rank to this JSON file (refused for a private dataset).")] = None,
+    min_hit_at_5: Annotated[float | None, typer.Option(
+        "--min-hit-at-5", min=0.0, max=1.0,
+        help="Exit 1 (after writing the report) when hit@5 is below this figure.")] = None,
+    min_mrr: Annotated[float | None, typer.Option(
+        "--min-mrr", min=0.0, max=1.0,
+        help="Exit 1 (after writing the report) when MRR is below this figure.")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Score documentation retrieval on a dataset through the Prefect flow
-    [bold]evaluate-documentation[/bold] and write the report.
+    [bold]evaluate-documentation[/bold] and write the report; the HTML page lists the
+    failing cases.
 
-    Example: ragplate evaluate documentation --index developer --dataset
-    ../shared/benchmarks/laraplate/2026-09-18-developer-retrieval.json --output
-    reports/developer-retrieval.json --retrieval hybrid
+    Examples:
+
+        ragplate evaluate documentation --index developer --dataset
+        ../shared/benchmarks/laraplate/2026-09-18-developer-retrieval.json --output
+        reports/developer-retrieval.json --retrieval hybrid --cases reports/cases.json
+
+        ragplate evaluate documentation --index developer --dataset
+        datasets/switch-gate-docs.json --output reports/gate.json --min-hit-at-5 0.9
+        --min-mrr 0.8
     """
     from ragplate.tasks.evaluation.reports import check_output
 
     check_output(output, force=force)  # refuse before starting any service
+    if cases is not None:
+        check_output(cases, force=force)
     if corpus is not None and mode is not Mode.deterministic:
         raise InvalidInputError("--corpus is only for --mode deterministic")
     from ragplate.catalog.datasets import DocumentationDataset
+    from ragplate.tasks.evaluation.cases import refuse_private_cases
     from ragplate.tasks.evaluation.dataset_files import read_dataset
     from ragplate.tasks.evaluation.documentation import check_index
 
-    check_index(read_dataset(dataset, DocumentationDataset).data, index.value)
+    loaded = read_dataset(dataset, DocumentationDataset).data
+    check_index(loaded, index.value)
+    refuse_private_cases(loaded, str(cases) if cases else None)
     from ragplate.infra.environment import get_settings
     from ragplate.infra.prefect_server import prefect_api
     from ragplate.infra.runtime import Runtime
@@ -75,7 +96,8 @@ def documentation(
         report = evaluate_documentation(
             index=index.value, dataset=str(dataset), output=str(output), force=force,
             mode=mode.value, strategy=retrieval.value if retrieval else None,
-            corpus=str(corpus) if corpus else None)
+            corpus=str(corpus) if corpus else None, cases_output=str(cases) if cases else None,
+            min_hit_at_5=min_hit_at_5, min_mrr=min_mrr)
     if json_output:
         print_json(report)
         return

@@ -54,7 +54,9 @@ def search(
         return
     for rank, hit in enumerate(result.hits, 1):
         console.print(f"[bold]\\[{rank}] #{escape(hit.id)} {escape(hit.title)}[/bold]  "
-                      f"[dim]({hit.locale}, score {hit.score:.4f})[/dim]", highlight=False)
+                      f"[dim]({hit.locale}, score {hit.score:.4f}"
+                      + (f", similarity {hit.similarity:.4f}" if hit.similarity is not None
+                         else "") + ")[/dim]", highlight=False)
         console.print(hit.excerpt, markup=False, highlight=False)
 
 

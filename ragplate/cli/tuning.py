@@ -1,12 +1,15 @@
-"""``ragplate tune-retrieval``: fusion tuning of application search through its Prefect
-flow (the options and the flow runner are the application-content evaluation's)."""
+"""``ragplate tune-retrieval`` (fusion tuning of application search; the options and the
+flow runner are the application-content evaluation's) and ``ragplate tune-floor`` (the
+documentation similarity floor), each through its Prefect flow."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from ragplate.cli.evaluate import IndexName, Retrieval
 from ragplate.cli.evaluate_content import (
     Dataset,
     Force,
@@ -16,7 +19,7 @@ from ragplate.cli.evaluate_content import (
     run_flow,
     warn_idle_reranker,
 )
-from ragplate.cli.output import console, print_json
+from ragplate.cli.output import console, print_json, quiet_expected_errors
 
 
 def tune_retrieval(
@@ -68,6 +71,50 @@ def tune_retrieval(
     warn_idle_reranker(report["reranked"]["reranker"])
 
 
+def tune_floor(
+    index: Annotated[IndexName, typer.Option(help="The index the dataset targets.")],
+    dataset: Annotated[Path, typer.Option(help="Documentation dataset (JSON) with no-answer "
+                                          "cases (expect_refusal).")],
+    holdout: Annotated[float, typer.Option(min=0.0, max=0.99, help="Share of the cases kept "
+                                           "out of the choice (0 disables).")] = 0.3,
+    max_lost: Annotated[int, typer.Option(min=0, help="Answered cases the floor may drop out "
+                                          "of the top 5.")] = 0,
+    retrieval: Annotated[Retrieval | None, typer.Option(
+        help="vector or hybrid (default: RAGPLATE_DOCS_RETRIEVAL).")] = None,
+    json_output: JsonOutput = False,
+) -> None:
+    """Measure the similarity floor through the Prefect flow [bold]tune-floor[/bold]: the
+    RAGPLATE_MIN_SIMILARITY of best refusal accuracy on the no-answer cases that keeps
+    hit@5 on the answered ones, checked on held-out cases; prints the value to set.
+
+    Example: ragplate tune-floor --index developer --dataset
+    datasets/documentation-laraplate-dev.json
+    """
+    from ragplate.catalog.datasets import DocumentationDataset
+    from ragplate.infra.environment import get_settings
+    from ragplate.infra.prefect_server import prefect_api
+    from ragplate.infra.runtime import Runtime
+    from ragplate.tasks.evaluation.dataset_files import read_dataset
+    from ragplate.tasks.evaluation.documentation import check_index
+
+    check_index(read_dataset(dataset, DocumentationDataset).data, index.value)
+    runtime = Runtime(get_settings())
+    runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
+    with prefect_api(runtime.settings):
+        from ragplate.flows.tune_floor import tune_floor as flow
+
+        quiet_expected_errors()
+        result = flow(index=index.value, dataset=str(dataset), holdout=holdout,
+                      max_lost=max_lost, strategy=retrieval.value if retrieval else None)
+    if json_output:
+        print_json(result)
+        return
+    from ragplate.tasks.tuning.floor import summary
+
+    console.print(summary(result), markup=False, highlight=False, soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
-    """Attach ``tune-retrieval`` to the root app."""
+    """Attach ``tune-retrieval`` and ``tune-floor`` to the root app."""
     app.command("tune-retrieval")(tune_retrieval)
+    app.command("tune-floor")(tune_floor)

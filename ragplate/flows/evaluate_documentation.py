@@ -12,8 +12,8 @@ from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.settings import DocsRetrieval
 from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
-from ragplate.tasks.evaluation import documentation, steps
-from ragplate.tasks.evaluation.pages import markdown_summary, render_html, table_rows
+from ragplate.tasks.evaluation import cases, documentation, steps
+from ragplate.tasks.evaluation.pages import markdown_summary, table_rows
 from ragplate.tasks.evaluation.reports import html_path
 from ragplate.tasks.retrieval.documentation import STRATEGIES
 
@@ -27,11 +27,18 @@ def evaluate_documentation(
     mode: documentation.Mode = "live",
     strategy: DocsRetrieval | None = None,
     corpus: str | None = None,
+    cases_output: str | None = None,
+    min_hit_at_5: float | None = None,
+    min_mrr: float | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``dataset`` on the ``index`` documentation index and write the report to
-    ``output`` (and ``<output>.html``). ``mode``: ``live`` (the real index) or
-    ``deterministic`` (the fixture corpus, Level 1); ``strategy``: ``vector`` or
-    ``hybrid`` (default: the ``RAGPLATE_DOCS_RETRIEVAL`` setting)."""
+    ``output`` (and ``<output>.html``, which lists the failing cases). ``mode``: ``live``
+    (the real index) or ``deterministic`` (the fixture corpus, Level 1); ``strategy``:
+    ``vector`` or ``hybrid`` (default: the ``RAGPLATE_DOCS_RETRIEVAL`` setting);
+    ``cases_output``: also write each case's expected and returned labels there (refused
+    for a private dataset). With ``min_hit_at_5`` or ``min_mrr`` the run fails (after
+    writing the report) when the figure is below."""
+    thresholds = cases.Thresholds(min_hit_at_5=min_hit_at_5, min_mrr=min_mrr)
     if mode not in documentation.MODES:
         raise InvalidInputError(f"--mode {mode!r}: expected deterministic or live")
     runtime = Runtime(get_settings())
@@ -39,7 +46,11 @@ def evaluate_documentation(
     if chosen not in STRATEGIES:
         raise InvalidInputError(f"--retrieval {chosen!r}: expected vector or hybrid")
     path = steps.check_output(output, force)
+    if (cases_output is not None
+            and steps.check_output(cases_output, force).resolve() == path.resolve()):
+        raise InvalidInputError(f"--cases {cases_output}: is the report's --output")
     loaded = steps.load_documentation_dataset(dataset, index)
+    cases.refuse_private_cases(loaded.data, cases_output)
     steps.validate_dataset(loaded)
     setup = steps.prepare_retrieval(runtime, index, mode, chosen, corpus)
     steps.warn_absent_labels(loaded.data, setup)
@@ -47,7 +58,12 @@ def evaluate_documentation(
     report = documentation.build_report(loaded, outcomes, setup)
     steps.validate_report(report, "documentation", path)
     title = documentation.report_title(report)
-    written = steps.write_report(path, report, force, render_html(report, title=title))
+    private = loaded.data.data_classification == "private"
+    rows = None if private else cases.case_rows(outcomes)
+    written = steps.write_report(path, report, force,
+                                 cases.report_page(report, rows, title=title))
+    if cases_output is not None and rows is not None:
+        steps.write_cases(cases_output, cases.cases_document(report, rows), force)
     page = html_path(written)
     create_table_artifact(table_rows(report), key="evaluate-documentation-metrics",
                           description=title)
@@ -55,4 +71,5 @@ def evaluate_documentation(
                              key="evaluate-documentation-report", description=title)
     print(f"{title}: hit@k {report['metrics']['source_hit_at_k']}, MRR "
           f"{report['metrics']['mean_reciprocal_rank']}; report {written}, page {page}")
+    steps.check_thresholds(thresholds, outcomes, report, str(written))
     return report

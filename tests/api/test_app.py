@@ -19,7 +19,7 @@ from tests.testing.corpus import DEVELOPER_FILES
 
 pytestmark = pytest.mark.integration
 
-HIT_FIELDS = {"source_label", "heading_breadcrumb", "excerpt", "score"}
+HIT_FIELDS = {"source_label", "heading_breadcrumb", "excerpt", "score", "similarity"}
 
 
 @pytest.fixture(scope="module")

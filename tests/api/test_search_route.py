@@ -20,7 +20,7 @@ from tests.testing.records import CachingEmbedder, load_corpus
 
 pytestmark = pytest.mark.integration
 
-HIT_FIELDS = {"id", "title", "excerpt", "score", "locale"}
+HIT_FIELDS = {"id", "title", "excerpt", "score", "locale", "similarity"}
 META_FIELDS = {"mode_requested", "mode", "degraded_reason", "model_key", "strategies",
                "reranked"}
 

@@ -148,7 +148,7 @@ def test_index_docs_rejects_an_unknown_profile(runner: CliRunner) -> None:
 
 
 @pytest.mark.integration
-def test_retrieve_json_prints_hits_with_four_keys(
+def test_retrieve_json_prints_hits_with_five_keys(
     runner: CliRunner, developer_index: DocumentStore
 ) -> None:
     question = "When is the PostgreSQL database dumped for backups?"
@@ -159,7 +159,8 @@ def test_retrieve_json_prints_hits_with_four_keys(
     assert list(data) == ["hits"]
     assert len(data["hits"]) == 3
     for hit in data["hits"]:
-        assert list(hit) == ["source_label", "heading_breadcrumb", "excerpt", "score"]
+        assert list(hit) == ["source_label", "heading_breadcrumb", "excerpt", "score",
+                          "similarity"]
         assert hit["source_label"].removeprefix("dev/") in DEVELOPER_FILES
     assert data["hits"][0]["source_label"] == "dev/ops/backup.md"
 

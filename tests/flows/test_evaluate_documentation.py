@@ -157,3 +157,62 @@ def test_cli_check_validates_datasets_and_reports(tmp_path: Path) -> None:
     assert str(failed.exception).startswith(
         f"{bad}: expectation suite 'documentation_report' failed")
     assert "expect_column_values_to_be_between" in str(failed.exception)
+
+
+@pytest.mark.integration
+def test_a_figure_below_its_threshold_exits_1_after_writing_the_report_and_cases(
+    prefect_api_url: str, ragplate_home: Path, tmp_path: Path
+) -> None:
+    port = prefect_api_url.rsplit(":", 1)[1].split("/", 1)[0]
+    environ = {k: v for k, v in os.environ.items()
+               if not k.startswith("RAGPLATE_") and k != "PREFECT_API_URL"}
+    environ.update(RAGPLATE_HOME=str(ragplate_home), RAGPLATE_PREFECT_PORT=port)
+    output, cases = tmp_path / "r.json", tmp_path / "cases.json"
+
+    result = subprocess.run(
+        [sys.executable, "-m", "ragplate", "evaluate", "documentation", "--index", "developer",
+         "--dataset", str(DATASETS / "documentation-developer-fixture.json"),
+         "--output", str(output), "--mode", "deterministic", "--cases", str(cases),
+         "--min-hit-at-5", "0.5", "--min-mrr", "0.99"],
+        capture_output=True, text=True, timeout=300, check=False, env=environ)
+
+    assert result.returncode == 1, result.stderr
+    report = json.loads(output.read_text(encoding="utf-8"))
+    mrr = report["metrics"]["mean_reciprocal_rank"]
+    assert mrr < 0.99
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"Error: MRR {mrr} < --min-mrr 0.99 (report {output})")
+    written = json.loads(cases.read_text(encoding="utf-8"))
+    assert written["case_count"] == report["case_count"] == len(written["cases"])
+    assert written["failing"] == sum(1 for c in written["cases"] if not c["passed"])
+    first = written["cases"][0]
+    assert set(first) == {"id", "locale", "slices", "expected", "expect_empty", "returned",
+                          "first_relevant_rank", "unavailable", "passed"}
+    assert "Failing cases" in output.with_suffix(".html").read_text(encoding="utf-8")
+
+    # Thresholds it reaches: exit 0.
+    passing = subprocess.run(
+        [sys.executable, "-m", "ragplate", "evaluate", "documentation", "--index", "developer",
+         "--dataset", str(DATASETS / "documentation-developer-fixture.json"),
+         "--output", str(output), "--force", "--mode", "deterministic",
+         "--min-hit-at-5", "0.5", "--min-mrr", str(mrr)],
+        capture_output=True, text=True, timeout=300, check=False, env=environ)
+    assert passing.returncode == 0, passing.stderr
+
+
+def test_cli_refuses_cases_of_a_private_dataset_before_running(tmp_path: Path) -> None:
+    data = json.loads((DATASETS / "documentation-user-fixture.json").read_text())
+    data["data_classification"] = "private"
+    outside = tmp_path / "private"
+    outside.mkdir()
+    dataset = outside / "private.json"
+    dataset.write_text(json.dumps(data), encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "ragplate", "evaluate", "documentation", "--index", "user",
+         "--dataset", str(dataset), "--output", str(tmp_path / "r.json"),
+         "--mode", "deterministic", "--cases", str(tmp_path / "cases.json")],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 2, result.stderr
+    assert "the dataset is private" in result.stderr and "flow run" not in result.stderr
+    assert not (tmp_path / "cases.json").exists() and not (tmp_path / "r.json").exists()

@@ -253,7 +253,7 @@ def test_changing_the_context_weight_re_embeds_every_source_once(
         get_settings.cache_clear()
     restored = run(corpus)
     assert restored["re-embedded"] == restored["sources read"]
-    assert {r.vector_recipe for r in store.sources().values()} == {"document-context=1.0"}
+    assert {r.vector_recipe for r in store.sources().values()} == {"document-context=0.5"}
 
 
 def test_sources_stored_before_recipes_were_recorded_get_theirs_without_re_embedding(
@@ -269,7 +269,7 @@ def test_sources_stored_before_recipes_were_recorded_get_theirs_without_re_embed
     summary = run(corpus)
 
     assert summary["re-embedded"] == 0
-    assert {r.vector_recipe for r in store.sources().values()} == {"document-context=1.0"}
+    assert {r.vector_recipe for r in store.sources().values()} == {"document-context=0.5"}
     after = snapshot_vectors(engine, store)
     assert [s for s, _ in after] == [s for s, _ in before]
     assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(after, before, strict=True))

@@ -32,10 +32,12 @@ from tests.conftest import LARAPLATE_BENCHMARKS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-#: Committed floors (measured 2026-11 with local:intfloat/multilingual-e5-small and
-#: document-context vectors: vector hit@5 0.85 / MRR 0.6333, hybrid 0.80 / 0.5892 on
-#: 2026-09-18).
-FLOORS = {"vector": (0.85, 0.63), "hybrid": (0.80, 0.58)}
+#: Committed floors on 2026-09-18 (measured 2026-12 with local:intfloat/multilingual-e5-small
+#: and the default recipe that ``ragplate bench retrieval`` chose, 120/20 words, document
+#: context 0.5: vector hit@5 0.80 / MRR 0.6433, hybrid (RRF k 20) 0.75 / 0.5767). The former
+#: recipe measured 0.85 / 0.6417 (vector); the hybrid's keyword side reads these documents,
+#: which declare no locale, word for word since keyword search follows the locale.
+FLOORS = {"vector": (0.80, 0.64), "hybrid": (0.75, 0.57)}
 
 
 def _index(store: Any, embedder: Any, documents: list[Any]) -> None:
@@ -64,7 +66,7 @@ def _evaluate(store: Any, embedder: Any, name: str, index_name: Any,
         pytest.skip(f"{path} not found")
     loaded = read_dataset(path, DocumentationDataset)
     setup = documentation.RetrievalSetup(index_name, "live", store, embedder, AudiencePolicy(),
-                                         strategy)
+                                         strategy, rrf_k=Settings().docs_rrf_k)
     outcomes = documentation.run_cases(loaded.data, documentation.case_retriever(setup))
     return documentation.build_report(loaded, outcomes, setup)
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragplate.catalog.documents import Chunk
+from ragplate.catalog.documents import AccessContext, AudiencePolicy, Chunk
 from ragplate.catalog.errors import DimensionMismatchError, EmbeddingError
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.infra.stores.base import (
@@ -90,6 +90,9 @@ FILTER_CASES = [
         id="combination",
     ),
 ]
+
+
+_POLICY = AudiencePolicy()
 
 
 def vec(*values: float) -> np.ndarray:
@@ -228,6 +231,67 @@ class DocumentStoreContract:
         hits = store.search(Q, top_k=10, filters=filters)
         assert {h.source for h in hits} == expected
         assert len(store.search(Q, top_k=1, filters=filters)) == min(1, len(expected))
+
+    @pytest.mark.parametrize(("filters", "expected"), [
+        (SearchFilters(sources=("u-t1", "dev", "missing")), {"u-t1", "dev"}),
+        (SearchFilters(sources=("u-list",), audiences=("shared",)), set()),
+        (SearchFilters(sources=("u-list", "shared-num"), audiences=("shared",)),
+         {"shared-num"}),
+    ])
+    def test_a_sources_filter_keeps_only_their_chunks(
+        self, store: DocumentStore, filters: SearchFilters, expected: set[str]
+    ) -> None:
+        assert {s for s, m in FILTER_DOCS.items() if matches(m, filters, s)} == expected
+        load(store, [item(s, 0, vec(1, 0.1 * i, 0, 0), **m)
+                     for i, (s, m) in enumerate(FILTER_DOCS.items())])
+        assert {h.source for h in store.search(Q, top_k=10, filters=filters)} == expected
+        keyword = getattr(store, "keyword_search", None)
+        if keyword is not None:  # the texts are the sources' names: "u" is in three of them
+            found = {h.source for h in keyword("u", top_k=10, filters=filters)}
+            assert found == expected & {"u-global", "u-t1", "u-list"}
+
+    @pytest.mark.parametrize("strategy", ["vector", "hybrid"])
+    def test_retrieval_returns_k_distinct_sources_past_a_long_document(
+        self, store_factory: StoreFactory, strategy: str
+    ) -> None:
+        from ragplate.tasks.retrieval.documentation import retrieve_developer, retrieve_user
+
+        store = store_factory("developer", TINY)
+        if strategy == "hybrid" and not hasattr(store, "keyword_search"):
+            pytest.skip("the driver has no keyword search")
+        user = {"audience": "user", "tenant_scope": "global", "required_permissions": [],
+                "module": "m", "locale": "en", "canonical_source": "c", "version": "1",
+                "policy_classification": "user_safe",
+                "policy_classification_version": "in-app-docs-v1"}
+        # One long document whose 120 chunks are all nearer the query than any other source.
+        long = [item("long.md", i, vec(1, 0.001 * i, 0, 0), f"long part {i}", **user,
+                     safe_source_label="Long") for i in range(120)]
+        others = [item(f"other-{n}.md", 0, vec(1, 0.5 + n, 0, 0), f"other {n}", **user,
+                       safe_source_label=f"Other {n}") for n in range(6)]
+        load(store, long + others)
+
+        class Fixed:
+            profile = TINY
+
+            def embed_query(self, text: str) -> np.ndarray:
+                return Q
+
+            def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+                return np.tile(Q, (len(texts), 1))
+
+        for k in (1, 5, 7, 10):
+            hits = retrieve_developer("part", store=store, embedder=Fixed(), top_k=k,
+                                      strategy=strategy)  # type: ignore[arg-type]
+            labels = [h.source_label for h in hits]
+            assert len(labels) == len(set(labels)) == min(k, 7)
+            assert labels[0] == "long.md"
+        user_store = store_factory("user", TINY)
+        load(user_store, long + others)
+        user_hits = retrieve_user("part", store=user_store, embedder=Fixed(),
+                                  access=AccessContext(), policy=_POLICY, top_k=5,
+                                  strategy=strategy)  # type: ignore[arg-type]
+        assert [h.source_label for h in user_hits][:1] == ["Long"]
+        assert len({h.source_label for h in user_hits}) == 5
 
     def test_hit_metadata_is_a_fresh_copy(self, store: DocumentStore) -> None:
         chunk = item("a", 0, Q, audience="user", heading_breadcrumb=["Intro"])

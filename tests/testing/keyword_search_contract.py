@@ -2,8 +2,8 @@
 vector contract of :mod:`tests.testing.document_store_contract`).
 
 Subclass :class:`KeywordSearchContract` with the same ``store_factory`` fixture as the
-vector contract. The rankings it checks are ones every driver agrees on, whatever its
-tokenisation (PostgreSQL stems English words, the Python drivers do not).
+vector contract. The rankings it checks are ones every driver agrees on: every driver reads
+a chunk in its locale's language (stems, accents folded) and the query in that language.
 """
 
 from __future__ import annotations
@@ -55,6 +55,36 @@ class KeywordSearchContract:
         search = keyword(keyword_store)
         assert search.keyword_search("zebra", top_k=3) == []
         assert search.keyword_search("the and of", top_k=3) == []
+
+    def test_a_chunk_is_read_in_its_locale_language(
+        self, keyword_store: DocumentStore
+    ) -> None:
+        load(keyword_store, [
+            chunk("it.md", 0, "Come ricostruire gli indici della città", locale="it"),
+            chunk("en.md", 0, "Rebuilding the indexes of the city", locale="en"),
+            chunk("und.md", 0, "Rebuilding notes", locale="und"),
+        ])
+        search = keyword(keyword_store)
+        # Italian stems and folded accents: "ricostruisco" ~ "ricostruire", "citta" ~ "città".
+        assert sources(search.keyword_search("ricostruisco l'indice", top_k=3)) == ["it.md"]
+        assert sources(search.keyword_search("citta", top_k=3)) == ["it.md"]
+        # English stems for the English chunk; the und one is read word for word.
+        assert sources(search.keyword_search("rebuild index", top_k=3)) == ["en.md"]
+        assert set(sources(search.keyword_search("rebuilding", top_k=3))) == {"en.md", "und.md"}
+
+    def test_words_of_other_scripts_and_folded_letters_are_read(
+        self, keyword_store: DocumentStore
+    ) -> None:
+        load(keyword_store, [
+            chunk("de.md", 0, "Die Straßen der Stadt werden gesperrt", locale="de"),
+            chunk("ru.md", 0, "Как перестроить индекс документации", locale="ru"),
+            chunk("en.md", 0, "Streets of the city", locale="en"),
+        ])
+        search = keyword(keyword_store)
+        # German: ß folds to ss and "Strasse" shares the stem of "Straßen".
+        assert sources(search.keyword_search("Strasse", top_k=3)) == ["de.md"]
+        # Russian: Cyrillic words, stemmed ("индексы" ~ "индекс").
+        assert sources(search.keyword_search("индексы документации", top_k=3)) == ["ru.md"]
 
     def test_an_empty_index_finds_nothing(self, keyword_store: DocumentStore) -> None:
         assert keyword(keyword_store).keyword_search("invoice", top_k=3) == []

@@ -26,11 +26,15 @@ class SearchHit(BaseModel):
     source_label: str
     heading_breadcrumb: str
     excerpt: str
-    score: float
+    score: float = Field(description="The ranking's own score: the cosine similarity in "
+                         "vector mode, the fused reciprocal-rank score in hybrid mode.")
+    similarity: float = Field(description="The cosine similarity of the question with the "
+                              "source's best chunk, in every mode: comparable across modes.")
 
 
 class SearchResponse(BaseModel):
-    """Hits in descending score order, one per source."""
+    """Hits in descending score order, one per source: ``top_k`` of them whenever the
+    index holds that many sources."""
 
     hits: list[SearchHit]
 

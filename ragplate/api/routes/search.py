@@ -43,8 +43,15 @@ class AppSearchHit(BaseModel):
     id: str
     title: str
     excerpt: str
-    score: float
+    score: float = Field(description="The ranking's own score: in fast mode the number of "
+                         "the query's distinct words the record holds plus its ts_rank "
+                         "(below 1); with vectors the fused reciprocal-rank score (blended "
+                         "with the reranker's in deep mode).")
     locale: str
+    similarity: float | None = Field(
+        default=None, description="The cosine similarity of the query with the record's "
+        "best vector, comparable across queries and modes; null in fast mode (no query "
+        "vector) and for a record without a vector of the serving model.")
 
 
 class SearchInfo(BaseModel):

@@ -46,6 +46,15 @@ def vector_hits(conn: Connection, entity: Entity, *, profile: EmbeddingProfile,
             for r in sql.fetch(conn, statement)]
 
 
+def similarities(conn: Connection, entity: Entity, *, profile: EmbeddingProfile,
+                 vector: np.ndarray, keys: Sequence[str]) -> dict[str, float]:
+    """``{record key: best similarity to vector}`` of ``keys`` (absent: no vector)."""
+    if not keys:
+        return {}
+    statement = sql.similarity_query(entity, profile=profile, vector=vector, keys=keys)
+    return {str(r.record_key): float(np.nan_to_num(r.score)) for r in sql.fetch(conn, statement)}
+
+
 def explain_vector_hits(conn: Connection, entity: Entity, *, profile: EmbeddingProfile,
                         vector: np.ndarray, locale: str, tenants: Sequence[str] | None,
                         limit: int) -> str:

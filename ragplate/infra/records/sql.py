@@ -8,6 +8,7 @@ Records are aliased ``r``, translations ``t`` and vectors ``me``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,7 @@ from sqlalchemy.engine import Connection
 
 from ragplate.catalog.entities import Entity
 from ragplate.catalog.profiles import EmbeddingProfile, vector_operator
+from ragplate.catalog.text_search import configuration, configuration_sql, language
 from ragplate.infra.pgvector_sql import SCORE_SQL, vector_literal
 from ragplate.infra.records.vectors import TABLE, model_predicate, vector_expression
 
@@ -174,8 +176,18 @@ def _tsvector(entity: Entity) -> str:
     tr = entity.translations
     if tr.search_column is not None:
         return f"t.{q(tr.search_column)}"
-    title = f"setweight(to_tsvector('simple', coalesce(t.{q(entity.title_field)}, '')), 'A')"
-    return f"({title} || to_tsvector('simple', {_body(entity)}))"
+    config = configuration_sql(f"t.{q(tr.locale_column)}")
+    title = f"setweight(to_tsvector({config}, coalesce(t.{q(entity.title_field)}, '')), 'A')"
+    return f"({title} || to_tsvector({config}, {_body(entity)}))"
+
+
+def query_configuration(entity: Entity, locale: str) -> str:
+    """The text-search configuration a query in ``locale`` is read with: the one the
+    entity's texts in that locale were read with."""
+    tr = entity.translations
+    if tr.search_column is not None and tr.search_language == "simple":
+        return "simple"
+    return configuration(language(locale))
 
 
 def _hit_columns(entity: Entity) -> str:
@@ -184,19 +196,79 @@ def _hit_columns(entity: Entity) -> str:
             f"t.{q(entity.title_field)} AS title, {_body(entity)} AS body")
 
 
+def _or_query(param: str, *, lexemes: bool = True) -> str:
+    """The lexemes of ``:param`` in ``:config`` OR-ed (NULL when it has none), and with
+    ``lexemes`` the array of them and them AND-ed too."""
+    word = "chr(39) || u.lexeme || chr(39)"
+    extra = (f", coalesce(array_agg(u.lexeme), '{{}}'), "
+             f"CAST(string_agg({word}, ' & ') AS tsquery) " if lexemes else " ")
+    return (
+        f"SELECT CAST(string_agg({word}, ' | ') AS tsquery){extra}"
+        f"FROM unnest(to_tsvector(CAST(:config AS regconfig), :{param})) AS u "
+        "WHERE u.lexeme !~ '[\\\\'']'"
+    )
+
+
+_NEGATED = re.compile(r'(?:^|(?<=\s))-(?:"([^"]*)"?|(\S+))')
+
+
+def split_negations(query: str) -> tuple[str, str]:
+    """``(wanted, excluded)`` words of a web-search style query: a word or a quoted phrase
+    after ``-`` is excluded; quotes and the ``or`` operator are read as plain words (every
+    word is OR-ed anyway)."""
+    excluded = [m.group(1) or m.group(2) or "" for m in _NEGATED.finditer(query)]
+    wanted = _NEGATED.sub(" ", query).replace('"', " ")
+    return wanted, " ".join(excluded)
+
+
 def keyword_query(
     entity: Entity, *, query: str, locale: str, tenants: Sequence[str] | None, limit: int
 ) -> Query:
-    """Full-text ranking (``websearch_to_tsquery('simple', …)``, ``ts_rank``) of the
-    searchable records' texts in ``locale``."""
-    params: dict[str, Any] = {"query": query, "locale": locale, "limit": int(limit)}
+    """Full-text ranking of the searchable records' texts in ``locale``. The query is read
+    in that locale's language and its words are OR-ed, so a record holding some of them is
+    found (a plain question finds answers); a word or quoted phrase after ``-`` excludes
+    the records holding any of its words. A record holding more of the query's distinct
+    words ranks first; among records holding as many, ``ts_rank`` orders (title words weigh
+    most; for records holding every word, as an AND query, which weighs how close together
+    they stand). The score is that count plus the ``ts_rank`` (below 1). Lexemes holding a quote
+    or a backslash are left out (the cast reads tsquery syntax)."""
+    wanted, excluded = split_negations(query)
+    params: dict[str, Any] = {"query": wanted, "locale": locale, "limit": int(limit),
+                              "config": query_configuration(entity, locale)}
     vector = _tsvector(entity)
     where = [f"t.{q(entity.translations.locale_column)} = :locale", f"{vector} @@ tsq.query",
              *_searchable(entity, params), *_tenant(entity, tenants, params)]
+    if excluded.strip():
+        params["excluded"] = excluded
+        where.append(f"NOT coalesce({vector} @@ ({_or_query('excluded', lexemes=False)}), "
+                     "false)")
+    held = (f"(SELECT count(*) FROM unnest(tsq.lexemes) AS l(lexeme) "
+            f"WHERE {vector} @@ CAST(chr(39) || l.lexeme || chr(39) AS tsquery))")
+    # A record holding every word is ranked as an AND query, which weighs their proximity.
+    rank = (f"least(ts_rank({vector}, CASE WHEN {vector} @@ tsq.every THEN tsq.every "
+            "ELSE tsq.query END), 0.999999)")
     sql = (
-        f"SELECT {_hit_columns(entity)}, ts_rank({vector}, tsq.query) AS score "
-        f"FROM {_joined(entity)} CROSS JOIN websearch_to_tsquery('simple', :query) AS tsq(query) "
+        f"SELECT {_hit_columns(entity)}, {held} + {rank} AS score "
+        f"FROM {_joined(entity)} CROSS JOIN ({_or_query('query')}) AS tsq(query, lexemes, every) "
         f"WHERE {' AND '.join(where)} ORDER BY score DESC, {_key(entity)} LIMIT :limit"
+    )
+    return Query(sql, params)
+
+
+def similarity_query(entity: Entity, *, profile: EmbeddingProfile, vector: np.ndarray,
+                     keys: Sequence[str]) -> Query:
+    """Each of ``keys``' best similarity to ``vector`` over its vectors of ``profile`` (one
+    per locale): the similarity of a record another ranking found."""
+    operator = vector_operator(profile.similarity)[0]
+    distance = (f"{vector_expression(profile, 'me.embedding')} {operator} "
+                f"CAST(:vector AS vector({int(profile.dimensions)}))")
+    params: dict[str, Any] = {"vector": vector_literal(vector), "entity": entity.name,
+                              "keys": [str(k) for k in keys]}
+    sql = (
+        f"SELECT me.record_key, max({SCORE_SQL[profile.similarity].format(d=distance)}) "
+        f"AS score FROM {TABLE} me WHERE {model_predicate(profile.key, 'me.model_key')} "
+        "AND me.entity = :entity AND me.record_key = ANY(CAST(:keys AS text[])) "
+        "GROUP BY me.record_key"
     )
     return Query(sql, params)
 

@@ -44,6 +44,7 @@ class SearchFilters:
 
     ``tenant_scopes``: a document is visible when one of its ``tenant_scope`` ids is in it.
     ``permissions``: a document is visible when its ``required_permissions`` are a subset.
+    ``sources``: only chunks of these sources (the similarity of one source's best chunk).
     """
 
     audiences: tuple[str, ...] | None = None
@@ -51,6 +52,7 @@ class SearchFilters:
     locales: tuple[str, ...] | None = None
     tenant_scopes: tuple[str, ...] | None = None
     permissions: frozenset[str] | None = None
+    sources: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -153,10 +155,14 @@ def check_sources_cover(items: Sequence[EmbeddedChunk], sources: Sequence[Source
         raise ValueError(f"chunks of unlisted sources: {', '.join(stray)}")
 
 
-def matches(metadata: Mapping[str, Any], filters: SearchFilters | None) -> bool:
-    """The filter semantics in Python, for drivers without a query language."""
+def matches(metadata: Mapping[str, Any], filters: SearchFilters | None,
+            source: str | None = None) -> bool:
+    """The filter semantics in Python, for drivers without a query language (``source``:
+    the chunk's source, for a ``sources`` filter)."""
     if filters is None:
         return True
+    if filters.sources is not None and source not in filters.sources:
+        return False
     if filters.audiences is not None and metadata.get("audience") not in filters.audiences:
         return False
     if filters.modules is not None and metadata.get("module") not in filters.modules:

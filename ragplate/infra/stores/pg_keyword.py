@@ -4,24 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragplate.catalog.text_search import CONFIGURED, configuration, configuration_sql
 from ragplate.infra.stores.lexical import FIELD_BOOST, K1, B
 
-#: The text-search configuration of the generated ``rag_chunks.search`` column (0004).
-TEXT_SEARCH_CONFIG = "english"
+#: A chunk's column reads it in its locale's language (migration 0008): the query is read
+#: in every configured language, and a chunk counts the lexemes of its own language's
+#: reading only (an English query's Italian stems do not match an English chunk).
+QUERY_CONFIGS: list[str] = [configuration(name) for name in CONFIGURED]
+_CHUNK_CONFIG = configuration_sql("metadata->>'locale'")
 
 # BM25 in SQL over the generated tsvector, scored per label (a source, or the user index's
-# safe label) over all its chunks: the query's lexemes (normalised like the column) are
-# OR-ed into a tsquery the GIN index answers; a label's term frequency is the sum over its
-# chunks (a lexeme of the A-weighted field, source label and breadcrumb, counts
-# 1 + FIELD_BOOST times), its length the sum of its chunks' lengths, N the visible labels.
+# safe label) over all its chunks: the query's lexemes (normalised like the column, in each
+# configured language) are OR-ed into a tsquery the GIN index answers; a label's term
+# frequency is the sum over its chunks (a lexeme of the A-weighted field, source label and
+# breadcrumb, counts 1 + FIELD_BOOST times), its length the sum of its chunks' lengths, N
+# the visible labels.
 # Lexemes holding a quote or a backslash are skipped rather than escaped: the cast takes
 # tsquery syntax, not a SQL literal.
 _KEYWORD = """
 WITH q AS (
-    SELECT DISTINCT lexeme FROM unnest(to_tsvector(CAST(:config AS regconfig), :query))
-    WHERE lexeme !~ '[\\\\'']'
+    SELECT DISTINCT c.config, u.lexeme
+    FROM unnest(CAST(:configs AS regconfig[])) AS c(config),
+         unnest(to_tsvector(c.config, :query)) AS u
+    WHERE u.lexeme !~ '[\\\\'']'
 ), tsq AS (
-    SELECT CAST(string_agg(chr(39) || lexeme || chr(39), ' | ') AS tsquery) AS query FROM q
+    SELECT CAST(string_agg(DISTINCT chr(39) || lexeme || chr(39), ' | ') AS tsquery) AS query
+    FROM q
 ), units AS (
     SELECT {label} AS label, length(search) AS len FROM rag_chunks WHERE {where}
 ), stats AS (
@@ -31,14 +39,15 @@ WITH q AS (
 ), lengths AS (
     SELECT label, sum(len)::float8 AS dl FROM units GROUP BY label
 ), candidates AS (
-    SELECT id, source, ordinal, text, metadata, search, {label} AS label
+    SELECT id, source, ordinal, text, metadata, search, {label} AS label,
+           {config} AS config
     FROM rag_chunks, tsq WHERE {where} AND search @@ tsq.query
 ), terms AS (
     SELECT c.label, c.id, u.lexeme,
            cardinality(u.positions)
            + :boost * cardinality(array_positions(u.weights, 'A')) AS tf
     FROM candidates c, unnest(c.search) AS u(lexeme, positions, weights)
-    WHERE u.lexeme IN (SELECT lexeme FROM q)
+    WHERE (c.config, u.lexeme) IN (SELECT config, lexeme FROM q)
 ), label_terms AS (
     SELECT label, lexeme, sum(tf)::float8 AS tf FROM terms GROUP BY label, lexeme
 ), df AS (
@@ -67,6 +76,6 @@ def keyword_sql(where: str, query: str, top_k: int,
     ``filter_sql`` clauses) and its parameters, besides those of ``where``."""
     if label_key not in _LABEL_SQL:
         raise ValueError(f"unsupported label key {label_key!r}")
-    sql = _KEYWORD.format(where=where, label=_LABEL_SQL[label_key])
-    return sql, {"query": query, "config": TEXT_SEARCH_CONFIG, "k": top_k,
+    sql = _KEYWORD.format(where=where, label=_LABEL_SQL[label_key], config=_CHUNK_CONFIG)
+    return sql, {"query": query, "configs": QUERY_CONFIGS, "k": top_k,
                  "boost": FIELD_BOOST, "k1": K1, "b": B}

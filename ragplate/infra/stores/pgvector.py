@@ -102,6 +102,9 @@ def filter_sql(filters: SearchFilters | None) -> tuple[list[str], dict[str, Any]
     if f.permissions is not None:
         clauses.append(_PERMISSIONS)
         params["perms"] = json.dumps(sorted(f.permissions))
+    if f.sources is not None:
+        clauses.append("source = ANY(CAST(:sources AS text[]))")
+        params["sources"] = list(f.sources)
     return clauses, params
 
 
@@ -302,8 +305,8 @@ class PgvectorStore:
         label_key: str | None = None,
     ) -> list[StoreHit]:
         """The ``top_k`` best labels for ``query`` by BM25 over the generated ``search``
-        tsvector (English stemming), each as its chunk holding most query words; filtered
-        in SQL like :meth:`search`."""
+        tsvector (each chunk read in its locale's language), each as its chunk holding
+        most query words; filtered in SQL like :meth:`search`."""
         if top_k < 1:
             raise ValueError(f"top_k must be >= 1, got {top_k}")
         clauses, params = filter_sql(filters)

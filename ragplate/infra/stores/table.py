@@ -27,7 +27,7 @@ from ragplate.infra.stores.base import (
     rank_hits,
     similarity_score,
 )
-from ragplate.infra.stores.lexical import bm25_scores, term_counts, tokens
+from ragplate.infra.stores.lexical import bm25_scores, chunk_language, query_terms, term_counts
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,8 @@ class ChunkTable:
         if not self.rows:
             return []
         scores = similarity_score(profile, query, self.matrix)
-        eligible = np.array([matches(r.metadata, filters) for r in self.rows], dtype=bool)
+        eligible = np.array([matches(r.metadata, filters, r.source) for r in self.rows],
+                            dtype=bool)
         if min_score is not None:
             eligible &= scores >= min_score
         candidates = np.flatnonzero(eligible)
@@ -127,23 +128,28 @@ class ChunkTable:
         not returned."""
         if top_k < 1:
             raise ValueError(f"top_k must be >= 1, got {top_k}")
-        rows: dict[str, list[tuple[StoredChunk, Counter[str]]]] = {}
-        for row in self.rows:
-            if matches(row.metadata, filters):
-                label = str(row.metadata.get(label_key) if label_key else row.source)
-                rows.setdefault(label, []).append(
-                    (row, term_counts(row.source, row.text, row.metadata)))
+        chosen = [row for row in self.rows if matches(row.metadata, filters, row.source)]
+        # A chunk counts the terms of the query read in its own language only.
+        read = {name: set(query_terms(query, [name]))
+                for name in {chunk_language(row.metadata) for row in chosen}}
+        rows: dict[str, list[tuple[StoredChunk, Counter[str], int]]] = {}
+        for row in chosen:
+            label = str(row.metadata.get(label_key) if label_key else row.source)
+            counts = term_counts(row.source, row.text, row.metadata)
+            own = read[chunk_language(row.metadata)]
+            rows.setdefault(label, []).append(
+                (row, Counter({t: n for t, n in counts.items() if t in own}), len(counts)))
         labels = list(rows)
-        totals = [sum((c for _, c in rows[label]), Counter()) for label in labels]
-        lengths = [float(sum(len(c) for _, c in rows[label])) for label in labels]
-        words = set(tokens(query))
+        totals = [sum((c for _, c, _ in rows[label]), Counter()) for label in labels]
+        lengths = [float(sum(n for _, _, n in rows[label])) for label in labels]
+        terms = sorted(set().union(*read.values())) if read else []
         hits = []
-        for label, score in zip(labels, bm25_scores(query, totals, lengths), strict=True):
+        for label, score in zip(labels, bm25_scores(terms, totals, lengths), strict=True):
             if score <= 0:
                 continue
             # The label's representative: the row with most query-word occurrences.
-            row, _ = min(rows[label], key=lambda rc: (-sum(rc[1][w] for w in words),
-                                                      rc[0].source, rc[0].ordinal))
+            row, _, _ = min(rows[label], key=lambda rc: (-sum(rc[1].values()),
+                                                         rc[0].source, rc[0].ordinal))
             hits.append(StoreHit(row.source, row.ordinal, row.text,
                                  copy.deepcopy(row.metadata), score))
         return rank_hits(hits, top_k)

@@ -43,6 +43,7 @@ from ragplate.tasks.indexing import index as indexing
 from ragplate.tasks.indexing.read import developer_corpus, read_sources, user_corpus
 from ragplate.tasks.indexing.split import MarkdownAwareSplitter, split_documents
 from ragplate.tasks.retrieval.documentation import retrieve_developer, retrieve_user
+from ragplate.tasks.retrieval.fusion import RRF_K
 
 if TYPE_CHECKING:
     from ragplate.infra.runtime import Runtime
@@ -58,10 +59,14 @@ FIXTURE_CORPUS = PROJECT_ROOT / "datasets" / "fixtures" / "documentation"
 #: Lexical, deterministic, fast: the fixture corpus is indexed on every run.
 FIXTURE_PROFILE = EmbeddingProfile(key="local:ragplate/fixture-hashing-256", dimensions=256,
                                    local_variant="hashing-256")
-#: The shipped defaults, fixed here so an environment variable cannot move a baseline.
+#: The recipe the Level-1 baselines were made with (the shipped default until ``ragplate
+#: bench retrieval`` chose 120/20 and weight 0.5), fixed here so neither an environment
+#: variable nor a change of default moves a baseline.
 FIXTURE_SPLITTER = MarkdownAwareSplitter(max_words=200, overlap_words=0,
                                          prepend_heading_breadcrumb=True,
                                          prepend_source_label=True)
+FIXTURE_CONTEXT_WEIGHT = 1.0
+FIXTURE_RRF_K = RRF_K
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,7 @@ class RetrievalSetup:
     policy: AudiencePolicy
     strategy: DocsRetrieval
     min_score: float | None = None
+    rrf_k: int = RRF_K
 
     @property
     def driver(self) -> str:
@@ -97,20 +103,33 @@ def access_context(case: DocumentationCase) -> AccessContext:
                          permissions=frozenset(case.effective_permissions))
 
 
+def _answer(setup: RetrievalSetup, case: DocumentationCase,
+            min_score: float | None) -> list[Any]:
+    if setup.index == "developer":
+        return retrieve_developer(case.query, store=setup.store, embedder=setup.embedder,
+                                  top_k=case.top_k, min_score=min_score,
+                                  strategy=setup.strategy, rrf_k=setup.rrf_k)
+    return retrieve_user(case.query, store=setup.store, embedder=setup.embedder,
+                         access=access_context(case), policy=setup.policy, top_k=case.top_k,
+                         min_score=min_score, strategy=setup.strategy, rrf_k=setup.rrf_k)
+
+
 def case_retriever(setup: RetrievalSetup) -> Callable[[DocumentationCase], list[str]]:
     """A function answering one case with the labels the real retrieval returns."""
 
     def retrieve(case: DocumentationCase) -> list[str]:
-        if setup.index == "developer":
-            hits = retrieve_developer(case.query, store=setup.store, embedder=setup.embedder,
-                                      top_k=case.top_k, min_score=setup.min_score,
-                                      strategy=setup.strategy)
-        else:
-            hits = retrieve_user(case.query, store=setup.store, embedder=setup.embedder,
-                                 access=access_context(case), policy=setup.policy,
-                                 top_k=case.top_k, min_score=setup.min_score,
-                                 strategy=setup.strategy)
-        return [hit.source_label for hit in hits]
+        return [hit.source_label for hit in _answer(setup, case, setup.min_score)]
+
+    return retrieve
+
+
+def unfloored_hits(setup: RetrievalSetup,
+                   ) -> Callable[[DocumentationCase], list[tuple[str, float]]]:
+    """A function answering one case without a similarity floor: ``(label, similarity)``
+    of each hit (what ``tune-floor`` replays)."""
+
+    def retrieve(case: DocumentationCase) -> list[tuple[str, float]]:
+        return [(hit.source_label, hit.similarity) for hit in _answer(setup, case, None)]
 
     return retrieve
 
@@ -220,9 +239,13 @@ def fixture_setup(
     store = MemoryStore(index, FIXTURE_PROFILE)
     store.reset()
     chunks = split_documents(selected, FIXTURE_SPLITTER)
-    for batch in indexing.make_batches(selected, chunks, FIXTURE_PROFILE.key, batch_chunks=100):
-        indexing.write_batch(store, batch, indexing.embed_batch(embedder, batch))
-    return RetrievalSetup(index, "deterministic", store, embedder, policy, strategy)
+    recipe = indexing.vector_recipe(FIXTURE_CONTEXT_WEIGHT)
+    for batch in indexing.make_batches(selected, chunks, FIXTURE_PROFILE.key, batch_chunks=100,
+                                       recipe=recipe):
+        indexing.write_batch(store, batch, indexing.embed_batch(embedder, batch,
+                                                                FIXTURE_CONTEXT_WEIGHT))
+    return RetrievalSetup(index, "deterministic", store, embedder, policy, strategy,
+                          rrf_k=FIXTURE_RRF_K)
 
 
 def live_setup(
@@ -238,4 +261,4 @@ def live_setup(
             f"--index {index}: the index holds no chunks of the serving profile "
             f"{profile.key}; build it with `ragplate index-docs --profile {index}` first")
     return RetrievalSetup(index, "live", store, runtime.embedder(profile), runtime.policy,
-                          strategy, runtime.settings.min_similarity)
+                          strategy, runtime.settings.min_similarity, runtime.settings.docs_rrf_k)

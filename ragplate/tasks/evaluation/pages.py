@@ -109,9 +109,10 @@ def _slice_section(name: str, slices: Mapping[str, Mapping[str, float]]) -> str:
     return (f"<h2>Per {escape(name)}</h2>" + html_table([name, *keys], rows) + charts)
 
 
-def render_html(report: Mapping[str, Any], *, title: str) -> str:
+def render_html(report: Mapping[str, Any], *, title: str, sections: Sequence[str] = ()) -> str:
     """The report as a self-contained HTML page: context, overall metrics with a chart,
-    latency, and per-locale and per-category tables with charts of the first two metrics."""
+    ``sections`` (ready HTML, e.g. the failing cases), latency, and per-locale and
+    per-category tables with charts of the first two metrics."""
     metrics: Mapping[str, float] = report.get("metrics") or {}
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
@@ -119,7 +120,8 @@ def render_html(report: Mapping[str, Any], *, title: str) -> str:
              "<h2>Context</h2>", html_table(["key", "value"], context_rows(report), "ctx"),
              "<h2>Overall</h2>",
              html_table(["metric", "value"], list(metrics.items())),
-             svg_bar_chart([(k, float(v)) for k, v in metrics.items()], title="overall")]
+             svg_bar_chart([(k, float(v)) for k, v in metrics.items()], title="overall"),
+             *sections]
     latency = report.get("latency_ms")
     if isinstance(latency, Mapping):
         parts += ["<h2>Latency (ms)</h2>", html_table(list(latency), [list(latency.values())])]

@@ -13,10 +13,12 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from ragplate.catalog.datasets import ApplicationContentDataset, DocumentationDataset
+from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.settings import DocsRetrieval
 from ragplate.infra.runtime import Runtime
 from ragplate.tasks.evaluation import (
     application_content,
+    cases,
     documentation,
     expectations,
     reports,
@@ -156,3 +158,24 @@ def validate_report(report: dict[str, Any], kind: ReportKind,
 def write_report(output: Path, report: dict[str, Any], force: bool, html: str) -> Path:
     """The JSON report (atomic) and its HTML page beside it."""
     return reports.write_report(output, report, force=force, html=html)
+
+
+@task(name="write-cases", cache_policy=NO_CACHE)
+def write_cases(path: str, document: dict[str, Any], force: bool) -> Path:
+    """The per-case file (``--cases``), atomically; refused like a report when it exists
+    without ``force``."""
+    target = reports.check_output(path, force=force)
+    reports.assert_no_content(document, "cases")
+    try:
+        reports.write_atomic(target, reports.render_json(document))
+    except OSError as exc:
+        raise InvalidInputError(f"--cases {target}: cannot write it "
+                                f"({exc.strerror or exc})") from exc
+    return target
+
+
+@task(name="check-thresholds", cache_policy=NO_CACHE)
+def check_thresholds(thresholds: cases.Thresholds, outcomes: list[CaseOutcome],
+                     report: dict[str, Any], output: str) -> None:
+    """Fail the run when a figure is below its threshold (the report is already written)."""
+    cases.enforce(thresholds, outcomes, report, output)

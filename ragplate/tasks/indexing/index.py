@@ -70,7 +70,8 @@ class IndexSummary:
 #: weight times the mean direction of its document's chunks (then put back at the chunk's
 #: length). A passage of a long guide is then found as part of that guide, not only by its
 #: own words: a chunk's text alone often omits what its document is about. 1.0 is the plain
-#: average of the two; 0 stores the chunk's own vector.
+#: average of the two; 0 stores the chunk's own vector; the default 0.5 was chosen by
+#: ``ragplate bench retrieval``.
 DOCUMENT_CONTEXT_WEIGHT = DEFAULT_DOCS_CONTEXT_WEIGHT
 
 

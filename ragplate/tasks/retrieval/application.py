@@ -48,6 +48,7 @@ from ragplate.infra.records.search import (
     RecordHit,
     explain_vector_hits,
     keyword_hits,
+    similarities,
     vector_hits,
 )
 from ragplate.infra.records.vectors import has_vectors
@@ -87,6 +88,9 @@ class AppHit:
     excerpt: str
     score: float
     locale: str
+    #: The cosine of the record's best vector to the query; ``None`` in fast mode (no query
+    #: vector) and for a record without a vector of the serving model.
+    similarity: float | None = None
 
 
 @dataclass(frozen=True)
@@ -180,6 +184,7 @@ def search_records(
             strategy = degrade(strategy, "fast", "no_vectors")
         keyword = _keyword(conn, ent, query, locale, tenants, limit)
         vectors: dict[str, RecordHit] | None = None
+        vector: np.ndarray | None = None
         if strategy.embedder is not None and serving is not None:
             try:
                 vector = strategy.embedder.embed_query(query)
@@ -189,6 +194,13 @@ def search_records(
                 strategy = degrade(strategy, "fast", "embedder_failed")
             else:
                 vectors = _vector(conn, ent, serving, vector, locale, tenants, limit)
+        similarity: dict[str, float] = {}
+        if vectors is not None and vector is not None and serving is not None:
+            similarity = {k: v.score for k, v in vectors.items()}
+            # Keyword-only candidates: their own similarity, so every hit has one.
+            others = [k for k in keyword if k not in similarity]
+            similarity.update(similarities(conn, ent, profile=serving, vector=vector,
+                                           keys=others))
     per_strategy = {"keyword": list(keyword)}
     scores = {"keyword": [c.score for c in keyword.values()]}
     pool = dict(keyword)
@@ -212,7 +224,9 @@ def search_records(
             log.warning("reranker failed (%s); returning fused results", exc.__class__.__name__)
             strategy = degrade(strategy, "balanced", "reranker_failed")
     hits = [AppHit(id=k, title=pool[k].title, excerpt=excerpt(pool[k].body, EXCERPT_CHARS),
-                   score=round(score, 6), locale=pool[k].locale) for k, score in ranked[:top_k]]
+                   score=round(score, 6), locale=pool[k].locale,
+                   similarity=round(similarity[k], 6) if k in similarity else None)
+            for k, score in ranked[:top_k]]
     meta = SearchMeta(mode_requested=strategy.mode_requested, mode=strategy.mode,
                       degraded_reason=strategy.degraded_reason,
                       model_key=serving.key if vectors is not None and serving else None,

@@ -1,20 +1,31 @@
 """Developer and user documentation retrieval.
 
-Developer retrieval is a plain vector search over the developer index. User retrieval puts
-the audience, tenant, permission, locale (and module) filters inside the store query, then
+Developer retrieval searches the developer index, unfiltered. User retrieval puts the
+audience, tenant, permission, locale (and module) filters inside the store query, then
 re-checks the audience policy and keeps only the safe fields: a hit that fails either is
 dropped (fail closed).
 
-Both take a ``strategy`` (the ``RAGPLATE_DOCS_RETRIEVAL`` setting): ``vector`` (default) or
-``hybrid``, where the store's keyword (BM25) ranking and the vector ranking are each reduced
-to distinct labels and fused by reciprocal rank fusion; the user index's filters run inside
-both store queries. A hybrid hit's ``score`` is its fused score.
+Both return ``top_k`` distinct labels (sources; safe source labels on the user index)
+whenever the index holds that many: the vector ranking is fetched deeper and deeper until
+enough distinct labels are found or the index is exhausted, so one long document's chunks
+cannot crowd the others out. Both take a ``strategy`` (``RAGPLATE_DOCS_RETRIEVAL``):
+``vector`` (default) or ``hybrid``, where the store's keyword (BM25) ranking and the vector
+ranking are each reduced to distinct labels and fused by reciprocal rank fusion; the user
+index's filters run inside both store queries.
+
+Every hit carries two numbers: ``score``, its ranking's own (the cosine similarity in
+vector mode, the fused RRF score in hybrid mode), and ``similarity``, the cosine of the
+query with the label's best chunk, in every mode: the one scale a client can compare and
+threshold. ``min_score`` (``RAGPLATE_MIN_SIMILARITY``) is a floor on ``similarity``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
 
 from ragplate.catalog.documents import (
     AccessContext,
@@ -34,37 +45,52 @@ from ragplate.infra.stores.base import (
     StoreHit,
     matches,
 )
-from ragplate.tasks.retrieval.fusion import reciprocal_rank_fusion
+from ragplate.tasks.retrieval.fusion import RRF_K, reciprocal_rank_fusion
 
 if TYPE_CHECKING:
     from ragplate.infra.runtime import Runtime
 
 EXCERPT_CHARS = 600
-#: Chunks fetched per requested hit, so distinct sources can fill top-k.
+#: Chunks fetched per requested hit at first; the depth doubles while labels are missing.
 OVERFETCH = 4
-#: Chunks each ranking contributes to a hybrid fusion (both rankings are cheap at this depth).
+#: Chunks each ranking contributes to a hybrid fusion, at least.
 HYBRID_DEPTH = 50
+#: The deepest a vector ranking is fetched while it holds fewer distinct labels than asked:
+#: a principal who can see only a few long documents would otherwise fetch every chunk.
+MAX_DEPTH = 4096
+#: How many of its source's chunks are searched for a keyword-only label's similarity.
+LABEL_DEPTH = 64
 STRATEGIES: tuple[DocsRetrieval, ...] = ("vector", "hybrid")
 
 
 @dataclass(frozen=True)
 class Hit:
-    """One cited result: the best chunk of one source."""
+    """One cited result: the best chunk of one label."""
 
     source_label: str
     heading_breadcrumb: list[str]
     excerpt: str
     score: float
     metadata: dict[str, Any]
+    similarity: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        """The public shape: label, breadcrumb, excerpt, score."""
+        """The public shape: label, breadcrumb, excerpt, score, similarity."""
         return {
             "source_label": self.source_label,
             "heading_breadcrumb": breadcrumb_text(self.heading_breadcrumb),
             "excerpt": self.excerpt,
             "score": round(self.score, 6),
+            "similarity": round(self.similarity, 6),
         }
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A label's chunk in a ranking, with its similarity to the query."""
+
+    hit: StoreHit
+    similarity: float
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
@@ -76,12 +102,16 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return cut + " …"
 
 
+def _label(hit: StoreHit, label_key: str | None) -> str:
+    return str(hit.metadata.get(label_key) if label_key else hit.source)
+
+
 def distinct_sources(hits: list[StoreHit], label_key: str | None, top_k: int) -> list[StoreHit]:
     """The best chunk per source label, in score order, at most ``top_k``."""
     seen: set[str] = set()
     result = []
     for hit in hits:
-        label = str(hit.metadata.get(label_key) if label_key else hit.source)
+        label = _label(hit, label_key)
         if label in seen:
             continue
         seen.add(label)
@@ -91,12 +121,8 @@ def distinct_sources(hits: list[StoreHit], label_key: str | None, top_k: int) ->
     return result
 
 
-def _label(hit: StoreHit, label_key: str | None) -> str:
-    return str(hit.metadata.get(label_key) if label_key else hit.source)
-
-
 def fuse_by_label(
-    rankings: list[list[StoreHit]], label_key: str | None
+    rankings: list[list[StoreHit]], label_key: str | None, *, k: int = RRF_K
 ) -> list[StoreHit]:
     """Reciprocal rank fusion of chunk rankings at the level of labels: each ranking counts
     a label once, at its best chunk; the fused list holds one chunk per label (the first
@@ -112,7 +138,7 @@ def fuse_by_label(
                 best.setdefault(label, hit)
         orders.append(order)
     return [replace(best[label], score=score)
-            for label, score in reciprocal_rank_fusion(orders)]
+            for label, score in reciprocal_rank_fusion(orders, k=k)]
 
 
 def keyword_store(store: DocumentStore) -> KeywordSearch:
@@ -124,30 +150,64 @@ def keyword_store(store: DocumentStore) -> KeywordSearch:
     return cast(KeywordSearch, store)
 
 
-def _candidates(
+def ranked_labels(
     query: str,
     *,
     store: DocumentStore,
     embedder: Embedder,
-    depth: int,
+    top_k: int,
     filters: SearchFilters | None,
-    min_score: float | None,
     strategy: DocsRetrieval,
     label_key: str | None,
-) -> list[StoreHit]:
-    """Chunks in rank order: the vector ranking, or (hybrid) the fused ranking."""
+    keep: Callable[[StoreHit], bool] = lambda _hit: True,
+    rrf_k: int = RRF_K,
+) -> list[Ranked]:
+    """The best ``top_k`` distinct labels that pass ``keep``, each as its chunk in the
+    ranking of ``strategy``, with its similarity.
+
+    The vector ranking is fetched ``top_k × OVERFETCH`` chunks deep (``HYBRID_DEPTH`` at
+    least in hybrid mode), then twice as deep, up to :data:`MAX_DEPTH` chunks, while fewer
+    labels than asked were found and the index returned every chunk asked for (it holds
+    more)."""
     check_text(query, "query")
     if strategy not in STRATEGIES:
         raise ConfigurationError(f"unknown documentation retrieval {strategy!r} "
                                  f"(accepted: {', '.join(STRATEGIES)})")
     searcher = keyword_store(store) if strategy == "hybrid" else None
     vector = embedder.embed_query(query)
-    if searcher is None:
-        return store.search(vector, top_k=depth, filters=filters, min_score=min_score)
-    dense = store.search(vector, top_k=HYBRID_DEPTH, filters=filters, min_score=min_score)
-    sparse = searcher.keyword_search(query, top_k=HYBRID_DEPTH, filters=filters,
-                                     label_key=label_key)
-    return fuse_by_label([dense, sparse], label_key)
+    sparse = (searcher.keyword_search(query, top_k=max(HYBRID_DEPTH, top_k), filters=filters,
+                                      label_key=label_key) if searcher is not None else [])
+    depth = max(top_k * OVERFETCH, HYBRID_DEPTH if searcher is not None else 1)
+    while True:
+        dense = store.search(vector, top_k=depth, filters=filters)
+        ranking = (fuse_by_label([dense, sparse], label_key, k=rrf_k) if searcher is not None
+                   else distinct_sources(dense, label_key, len(dense)))
+        kept = [hit for hit in ranking if keep(hit)][:top_k]
+        if len(kept) == top_k or len(dense) < depth or depth >= MAX_DEPTH:
+            break
+        depth = min(depth * 2, MAX_DEPTH)
+    best: dict[str, float] = {}
+    for hit in dense:  # the ranking's best chunk per label, so its own similarity
+        best.setdefault(_label(hit, label_key), hit.score)
+    return [Ranked(hit, best[_label(hit, label_key)] if _label(hit, label_key) in best
+                   else _similarity(store, vector, hit, filters, label_key)) for hit in kept]
+
+
+def _similarity(store: DocumentStore, vector: np.ndarray, hit: StoreHit,
+                filters: SearchFilters | None, label_key: str | None) -> float:
+    """The similarity of a label the vector ranking did not reach (a keyword-only hit of a
+    hybrid search): its best chunk among its source's (a section-labelled user document
+    holds several labels), searched under the same filters."""
+    own = replace(filters or SearchFilters(), sources=(hit.source,))
+    label = _label(hit, label_key)
+    for found in store.search(vector, top_k=LABEL_DEPTH, filters=own):
+        if _label(found, label_key) == label:
+            return found.score
+    return 0.0
+
+
+def _floored(ranked: list[Ranked], min_score: float | None) -> list[Ranked]:
+    return ranked if min_score is None else [r for r in ranked if r.similarity >= min_score]
 
 
 def retrieve_developer(
@@ -158,21 +218,22 @@ def retrieve_developer(
     top_k: int,
     min_score: float | None = None,
     strategy: DocsRetrieval = "vector",
+    rrf_k: int = RRF_K,
 ) -> list[Hit]:
-    """Search the developer index, no access gate (not per-user data). ``min_score`` is a
-    floor on vector similarity (in hybrid mode it filters the vector ranking only)."""
-    k = clamp_top_k(top_k)
-    raw = _candidates(query, store=store, embedder=embedder, depth=k * OVERFETCH,
-                      filters=None, min_score=min_score, strategy=strategy, label_key=None)
+    """Search the developer index, no access gate (not per-user data); ``min_score`` is a
+    floor on each hit's similarity."""
+    ranked = ranked_labels(query, store=store, embedder=embedder, top_k=clamp_top_k(top_k),
+                           filters=None, strategy=strategy, label_key=None, rrf_k=rrf_k)
     return [
         Hit(
-            source_label=h.source,
-            heading_breadcrumb=list(h.metadata.get("heading_breadcrumb") or []),
-            excerpt=excerpt(h.text),
-            score=h.score,
-            metadata=h.metadata,
+            source_label=r.hit.source,
+            heading_breadcrumb=list(r.hit.metadata.get("heading_breadcrumb") or []),
+            excerpt=excerpt(r.hit.text),
+            score=r.hit.score,
+            metadata=r.hit.metadata,
+            similarity=r.similarity,
         )
-        for h in distinct_sources(raw, None, k)
+        for r in _floored(ranked, min_score)
     ]
 
 
@@ -198,29 +259,28 @@ def retrieve_user(
     top_k: int,
     min_score: float | None = None,
     strategy: DocsRetrieval = "vector",
+    rrf_k: int = RRF_K,
 ) -> list[Hit]:
     """Filtered search over the user index, projected to the safe fields."""
-    k = clamp_top_k(top_k)
-    raw = _candidates(query, store=store, embedder=embedder, depth=k * OVERFETCH,
-                      filters=user_filters(access), min_score=min_score, strategy=strategy,
-                      label_key="safe_source_label")
-    hits = []
-    for h in distinct_sources(raw, "safe_source_label", k * OVERFETCH):
+
+    def admitted(hit: StoreHit) -> bool:
         # The store already filtered; this second check keeps a driver bug from leaking.
-        if not policy.allows(h.metadata) or not _visible(h.metadata, access):
-            continue
-        safe = safe_projection(h.metadata)
-        hits.append(
-            Hit(
-                source_label=str(safe["safe_source_label"]),
-                heading_breadcrumb=list(safe.get("heading_breadcrumb") or []),
-                excerpt=excerpt(h.text),
-                score=h.score,
-                metadata=safe,
-            )
-        )
-        if len(hits) == k:
-            break
+        return policy.allows(hit.metadata) and _visible(hit.metadata, access)
+
+    ranked = ranked_labels(query, store=store, embedder=embedder, top_k=clamp_top_k(top_k),
+                           filters=user_filters(access), strategy=strategy,
+                           label_key="safe_source_label", keep=admitted, rrf_k=rrf_k)
+    hits = []
+    for r in _floored(ranked, min_score):
+        safe = safe_projection(r.hit.metadata)
+        hits.append(Hit(
+            source_label=str(safe["safe_source_label"]),
+            heading_breadcrumb=list(safe.get("heading_breadcrumb") or []),
+            excerpt=excerpt(r.hit.text),
+            score=r.hit.score,
+            metadata=safe,
+            similarity=r.similarity,
+        ))
     return hits
 
 
@@ -250,7 +310,7 @@ def retrieve_with_runtime(
         return retrieve_user(query, store=store, embedder=embedder,
                              access=access or AccessContext(), policy=runtime.policy,
                              top_k=k, min_score=settings.min_similarity,
-                             strategy=settings.docs_retrieval)
+                             strategy=settings.docs_retrieval, rrf_k=settings.docs_rrf_k)
     return retrieve_developer(query, store=store, embedder=embedder, top_k=k,
                               min_score=settings.min_similarity,
-                              strategy=settings.docs_retrieval)
+                              strategy=settings.docs_retrieval, rrf_k=settings.docs_rrf_k)

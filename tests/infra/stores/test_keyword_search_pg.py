@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from ragplate.catalog.schema import DOCS_SEARCH_VECTOR
+from ragplate.catalog.schema import CONTENT_SEARCH_VECTOR, DOCS_SEARCH_VECTOR
+from ragplate.catalog.text_search import LANGUAGES
 from ragplate.infra.models.local import LocalEmbedder
 from ragplate.infra.stores.base import SearchFilters
 from ragplate.infra.stores.memory import MemoryStore
@@ -25,8 +26,10 @@ PROFILE = documentation.FIXTURE_PROFILE
 def test_the_migration_and_the_catalog_agree() -> None:
     from importlib import import_module
 
-    migration = import_module("ragplate.infra.migrations.versions.0007_docs_search_text_cap")
+    migration = import_module("ragplate.infra.migrations.versions.0008_language_keyword_search")
     assert migration.DOCS_SEARCH_VECTOR == DOCS_SEARCH_VECTOR
+    assert migration.CONTENT_SEARCH_VECTOR == CONTENT_SEARCH_VECTOR
+    assert migration.LOCALES == LANGUAGES
 
 
 @pytest.fixture(scope="module")

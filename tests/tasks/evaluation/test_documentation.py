@@ -17,8 +17,8 @@ from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.settings import PROJECT_ROOT
 from ragplate.infra.stores.base import SourceRecord
 from ragplate.tasks.evaluation import documentation
+from ragplate.tasks.evaluation.cases import case_rows, report_page
 from ragplate.tasks.evaluation.dataset_files import read_dataset
-from ragplate.tasks.evaluation.pages import render_html
 from ragplate.tasks.evaluation.reports import assert_no_content, render_json
 
 DATASETS = PROJECT_ROOT / "datasets"
@@ -34,8 +34,8 @@ def deterministic(index: Any, strategy: Any) -> tuple[dict[str, Any], str, str]:
     outcomes = documentation.run_cases(loaded.data, documentation.case_retriever(setup),
                                        timed=False)
     report = documentation.build_report(loaded, outcomes, setup)
-    return report, render_json(report), render_html(report,
-                                                    title=documentation.report_title(report))
+    page = report_page(report, case_rows(outcomes), title=documentation.report_title(report))
+    return report, render_json(report), page
 
 
 def baseline(index: str, strategy: str) -> Path:

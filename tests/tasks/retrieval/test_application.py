@@ -41,6 +41,9 @@ pytestmark = pytest.mark.integration
 
 ENTITY = "cms.contents"
 MONEY_BACK = "how do I get my money back"
+#: "warehouse stocktake": words are OR-ed, so the record holding both ranks first and the
+#: refund policy (its parcel "reaches our warehouse") follows.
+WAREHOUSE = ["stocktake", "refund"]
 
 
 @pytest.fixture(scope="module")
@@ -87,11 +90,13 @@ def test_fast_is_keyword_only_and_never_builds_an_embedder(
     result = search(engine, "warehouse stocktake", "fast", embedder_factory=never_built,
                     reranker_factory=lambda: never_built())  # type: ignore[arg-type,return-value]
 
-    assert names(result, keys) == ["stocktake"]
+    assert names(result, keys) == WAREHOUSE
+    assert result.hits[0].score > result.hits[1].score
     hit = result.hits[0]
     assert (hit.title, hit.locale) == ("Warehouse inventory", "en")
     assert hit.excerpt.startswith("Once a quarter the warehouse runs a stocktake")
     assert hit.score > 0
+    assert hit.similarity is None  # no query vector in fast mode
     meta = result.meta
     assert (meta.mode_requested, meta.mode, meta.degraded_reason) == ("fast", "fast", None)
     assert (meta.model_key, meta.strategies, meta.reranked) == (None, ["keyword"], False)
@@ -106,16 +111,47 @@ def test_the_resolver_builds_only_what_a_mode_needs() -> None:
         resolve_strategy("turbo", embedder_factory=None)  # type: ignore[arg-type]
 
 
-def test_keyword_search_has_no_stemming_and_weighs_titles(
+def test_keyword_search_stems_in_the_locale_language_and_weighs_titles(
     engine: sa.Engine, keys: dict[str, int]
 ) -> None:
     # "tracking" is in the title of one record and in the body of another.
     tracking = search(engine, "tracking", "fast", embedder_factory=never_built)
-    stemmed = search(engine, "quarterly stocktake", "fast", embedder_factory=never_built)
+    stemmed = search(engine, "quarterly stocktakes", "fast", embedder_factory=never_built)
 
     assert names(tracking, keys) == ["tracking", "islands"]
     assert tracking.hits[0].score > tracking.hits[1].score
-    assert stemmed.hits == []  # 'simple' keeps words as written: "quarter" is not "quarterly"
+    assert names(stemmed, keys) == ["stocktake"]  # English stems: quarterly ~ quarter
+
+
+def test_a_word_after_a_minus_excludes_the_records_holding_it(
+    engine: sa.Engine, keys: dict[str, int]
+) -> None:
+    from ragplate.infra.records.sql import split_negations
+
+    assert split_negations('stock "gift cards" -"credit note" -x') == (
+        "stock  gift cards     ", "credit note x")
+    excluded = search(engine, "warehouse stocktake -refunds", "fast",
+                      embedder_factory=never_built)
+    assert names(excluded, keys) == ["stocktake"]  # "refunds" ~ "refund": stemmed too
+    assert search(engine, '"warehouse" -"parcel reaches"', "fast",
+                  embedder_factory=never_built).hits[0].id == str(keys["stocktake"])
+    assert search(engine, "-warehouse", "fast", embedder_factory=never_built).hits == []
+
+
+def test_an_italian_question_finds_the_italian_translation_by_its_stem(
+    engine: sa.Engine, keys: dict[str, int]
+) -> None:
+    # "rimborsi" and "rimborso" share the Italian stem; "festivita" is "festività" unaccented.
+    refund = search(engine, "come funzionano i rimborsi", "fast", locale="it",
+                    embedder_factory=never_built)
+    holidays = search(engine, "orari nei giorni festivita", "fast", locale="it",
+                      embedder_factory=never_built)
+
+    assert names(refund, keys) == ["refund"]
+    assert (refund.hits[0].title, refund.hits[0].locale) == ("Politica di rimborso", "it")
+    assert names(holidays, keys)[0] == "holidays"
+    # Read as English, the Italian word is no English stem of the English texts.
+    assert search(engine, "rimborsi", "fast", embedder_factory=never_built).hits == []
 
 
 def test_a_paraphrase_is_found_by_vectors_only(
@@ -126,6 +162,10 @@ def test_a_paraphrase_is_found_by_vectors_only(
 
     assert fast.hits == []
     assert names(balanced, keys)[0] == "refund"
+    # Every hit has its own cosine, the keyword-only ones too, on one scale.
+    similarities = [h.similarity for h in balanced.hits]
+    assert all(s is not None and -1.0 <= s <= 1.0 for s in similarities)
+    assert balanced.hits[0].similarity == max(similarities)  # type: ignore[type-var]
     meta = balanced.meta
     assert (meta.mode, meta.degraded_reason) == ("balanced", None)
     assert meta.model_key == caching.profile.key
@@ -216,7 +256,7 @@ def test_an_embedder_that_cannot_be_built_degrades_to_keywords(
 
     result = search(engine, "warehouse stocktake", "balanced", embedder_factory=broken)
 
-    assert names(result, keys) == ["stocktake"]
+    assert names(result, keys) == WAREHOUSE
     meta = result.meta
     assert (meta.mode_requested, meta.mode) == ("balanced", "fast")
     assert (meta.degraded_reason, meta.strategies, meta.model_key) == (
@@ -234,7 +274,7 @@ def test_an_embedder_that_fails_on_the_query_degrades_to_keywords(
     result = search(engine, "warehouse stocktake", "deep",
                     embedder_factory=lambda: FailingQueries(embedder))
 
-    assert names(result, keys) == ["stocktake"]
+    assert names(result, keys) == WAREHOUSE
     assert (result.meta.mode, result.meta.degraded_reason) == ("fast", "embedder_failed")
 
 
@@ -248,7 +288,7 @@ def test_a_model_without_vectors_degrades_to_keywords_without_embedding(
                     embedder_factory=lambda: counting)
 
     assert (result.meta.mode, result.meta.degraded_reason) == ("fast", "no_vectors")
-    assert names(result, keys) == ["stocktake"]
+    assert names(result, keys) == WAREHOUSE
     assert counting.queries == []  # the guard runs before the query is embedded
 
 

@@ -76,7 +76,8 @@ def test_developer_hit_public_shape(developer_store: PgvectorStore, embedder: Em
 
     data = hit.as_dict()
 
-    assert list(data) == ["source_label", "heading_breadcrumb", "excerpt", "score"]
+    assert list(data) == ["source_label", "heading_breadcrumb", "excerpt", "score",
+                          "similarity"]
     assert data["source_label"] == "dev/api/health.md"
     assert data["heading_breadcrumb"] == "Health endpoint"
     assert data["score"] == round(hit.score, 6)
@@ -243,7 +244,8 @@ def test_user_hits_expose_only_safe_fields(user_store: PgvectorStore, embedder: 
         assert set(hit.metadata) <= set(SAFE_FIELDS)
         assert hit.source_label == hit.metadata["safe_source_label"]
         assert not hit.source_label.startswith("help/")  # never the internal file label
-        assert list(hit.as_dict()) == ["source_label", "heading_breadcrumb", "excerpt", "score"]
+        assert list(hit.as_dict()) == ["source_label", "heading_breadcrumb", "excerpt", "score",
+                          "similarity"]
         flat = repr(hit.metadata) + repr(hit.as_dict())
         assert "internal-team" not in flat and "secret@example.test" not in flat
         assert "docs/" not in flat  # canonical_source stays inside

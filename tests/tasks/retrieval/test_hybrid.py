@@ -17,7 +17,7 @@ from ragplate.catalog.errors import ConfigurationError
 from ragplate.infra.models.local import LocalEmbedder
 from ragplate.infra.stores.base import KeywordSearch, SearchFilters, StoreHit
 from ragplate.infra.stores.filesystem import FilesystemStore
-from ragplate.infra.stores.lexical import bm25_scores, term_counts, tokens
+from ragplate.infra.stores.lexical import bm25_scores, query_terms, term_counts, tokens
 from ragplate.infra.stores.memory import MemoryStore
 from ragplate.tasks.evaluation import documentation
 from ragplate.tasks.indexing.read import developer_corpus, read_sources, user_corpus
@@ -37,12 +37,31 @@ def test_tokens_and_bm25() -> None:
         "set", "sentence", "transformers", "timeout", "perf", "crud"]
     docs = [term_counts("a.md", "rare word here", {}), term_counts("b.md", "word word", {}),
             term_counts("c.md", "nothing", {})]
-    scores = bm25_scores("rare word", docs)
+    scores = bm25_scores(query_terms("rare word", ["simple"]), docs)
     assert scores[0] > scores[1] > 0.0 and scores[2] == 0.0
     # A word of the source label or breadcrumb counts 1 + FIELD_BOOST times.
     boosted = term_counts("guide/export.md", "text", {"heading_breadcrumb": ["Export"]})
     assert boosted["export"] == 6 and boosted["text"] == 1
-    assert bm25_scores("the and", docs) == [0.0, 0.0, 0.0]
+    assert bm25_scores(query_terms("the and", ["simple"]), docs) == [0.0, 0.0, 0.0]
+
+
+def test_tokens_fold_accents_and_stem_in_the_chunk_language() -> None:
+    # simple: PostgreSQL's English stop words only ("e" stays), accents folded.
+    assert tokens("Perché è così") == ["perche", "e", "cosi"]
+    assert tokens("Straße grønne nasıl", "german") == ["strass", "gronn", "nasil"]
+    assert tokens("Как перестроить индекс", "russian") == ["перестро", "индекс"]
+    assert tokens("rebuilding the indexes", "english") == ["rebuild", "index"]
+    assert tokens("ricostruire gli indici", "italian") == ["ricostru", "indic"]
+    italian = term_counts("it/guida.md", "Come ricostruire l'indice", {"locale": "it"})
+    english = term_counts("en/guide.md", "Rebuilding the index", {"locale": "en"})
+    und = term_counts("notes.md", "Rebuilding the index", {"locale": "und"})
+    assert italian["ricostru"] == 1 and english["rebuild"] == 1 and und["rebuilding"] == 1
+    # Read in a chunk's language, the query finds it by its stems.
+    terms = query_terms("ricostruisco gli indici", ["italian", "simple"])
+    assert bm25_scores(terms, [italian, english, und])[0] > 0
+    terms = query_terms("how do I rebuild the index", ["english", "simple"])
+    scores = bm25_scores(terms, [italian, english, und])
+    assert scores[1] > 0 and scores[2] > 0
 
 
 def test_fusion_is_by_label() -> None:

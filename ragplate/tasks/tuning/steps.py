@@ -1,0 +1,27 @@
+"""Thin Prefect ``@task`` wrappers of the tuning steps that are not the application-content
+evaluation's. Nothing retries: a retrieval failure is a measured outcome elsewhere, and here
+a refusal (no case to measure) is refused again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from ragplate.catalog.datasets import DocumentationDataset
+from ragplate.tasks.evaluation import documentation
+from ragplate.tasks.tuning import floor
+
+
+@task(name="record-unfloored-hits", cache_policy=NO_CACHE)
+def record_floor_cases(dataset: DocumentationDataset,
+                       setup: documentation.RetrievalSetup) -> list[floor.FloorCase]:
+    """Every case's hits and similarities, without a floor."""
+    return floor.record(dataset, documentation.unfloored_hits(setup))
+
+
+@task(name="choose-floor", cache_policy=NO_CACHE)
+def choose_floor(cases: list[floor.FloorCase], holdout: float, max_lost: int) -> dict[str, Any]:
+    """The floor chosen on the selection part and checked on the hold-out part."""
+    return floor.tune_floor(cases, holdout=holdout, max_lost=max_lost)

@@ -1,0 +1,55 @@
+"""``ragplate bench retrieval``'s pure parts: the recipes, the scoring, the loss rule."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from ragplate.bench.retrieval import BASELINE, _loses, _score, recipes
+from ragplate.catalog.settings import PROJECT_ROOT, Settings
+
+
+def test_the_baseline_is_the_shipped_default_of_before_and_comes_first() -> None:
+    every = recipes()
+    assert every[0] == BASELINE
+    assert len(every) == len(set(every))
+    assert (BASELINE.splitting.max_words, BASELINE.splitting.overlap_words,
+            BASELINE.weight, BASELINE.strategy) == (200, 0, 1.0, "vector")
+
+
+def test_the_shipped_default_was_measured_and_loses_nowhere() -> None:
+    default = {name: field.default for name, field in Settings.model_fields.items()}
+    shipped = [r for r in recipes()
+               if r.splitting.max_words == default["splitter_max_words"]
+               and r.splitting.overlap_words == default["splitter_overlap_words"]
+               and r.splitting.breadcrumb == default["splitter_prepend_heading_breadcrumb"]
+               and r.splitting.source_label == default["splitter_prepend_source_label"]
+               and r.weight == default["docs_context_weight"]
+               and r.strategy == default["docs_retrieval"]
+               and (r.strategy == "vector" or r.rrf_k == default["docs_rrf_k"])]
+    assert len(shipped) == 1
+    report = json.loads((PROJECT_ROOT / "reports" / "bench-retrieval.json").read_text())
+    measured = report["recipes"][shipped[0].name]
+    assert measured["loses_to_baseline"] == []
+    assert report["baseline"] == BASELINE.name
+
+
+def case(expected: list[str]) -> SimpleNamespace:
+    return SimpleNamespace(expected_source_labels=expected)
+
+
+def test_score_counts_hits_and_reciprocal_ranks_in_the_first_five() -> None:
+    cases = [case(["a"]), case(["b"]), case(["c"]), case([])]
+    answers = {"a": ["a", "x"], "b": ["x", "b"], "c": ["1", "2", "3", "4", "5", "c"]}
+
+    figures = _score(cases, lambda c: answers[c.expected_source_labels[0]])
+
+    assert figures == {"cases": 3, "hits": 2, "rr_sum": 1.5, "hit_at_5": 0.6667,
+                       "mrr_at_5": 0.5}
+
+
+def test_a_recipe_loses_when_it_drops_more_than_one_case() -> None:
+    baseline = {"set": {"hits": 10, "rr_sum": 8.0}}
+    assert _loses({"set": {"hits": 9, "rr_sum": 7.0}}, baseline) == []
+    assert _loses({"set": {"hits": 8, "rr_sum": 8.0}}, baseline) == ["set"]
+    assert _loses({"set": {"hits": 10, "rr_sum": 6.9}}, baseline) == ["set"]

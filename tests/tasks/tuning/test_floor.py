@@ -1,0 +1,136 @@
+"""``tune-floor``: the floor replayed over literal hits, and the flow over a real index."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragplate.catalog.errors import InvalidInputError
+from ragplate.tasks.tuning.floor import (
+    FloorCase,
+    candidates,
+    choose,
+    figures,
+    kept,
+    summary,
+    tune_floor,
+)
+
+
+def answered(case_id: str, *hits: tuple[str, float], relevant: str = "a") -> FloorCase:
+    return FloorCase(case_id, (relevant,), False, hits)
+
+
+def no_answer(case_id: str, *hits: tuple[str, float]) -> FloorCase:
+    return FloorCase(case_id, (), True, hits)
+
+
+CASES = [
+    answered("q1", ("a", 0.90), ("b", 0.80)),
+    answered("q2", ("b", 0.88), ("a", 0.85)),
+    answered("q3", ("x", 0.84), ("a", 0.83)),
+    no_answer("n1", ("b", 0.80), ("c", 0.70)),
+    no_answer("n2", ("c", 0.78)),
+    no_answer("n3", ("c", 0.86)),  # too close to the answers to be refused
+]
+
+
+def test_a_floor_keeps_the_hits_reaching_it() -> None:
+    assert kept(CASES[0], None) == ["a", "b"]
+    assert kept(CASES[0], 0.85) == ["a"]
+    assert kept(CASES[3], 0.81) == []
+
+
+def test_figures_count_refusals_and_hits_by_hand() -> None:
+    assert figures(CASES, None) == {
+        "floor": None, "no_answer_cases": 3, "refused": 0, "refusal_accuracy": 0.0,
+        "answered_cases": 3, "hits_at_5": 3, "hit_at_5": 1.0}
+    at = figures(CASES, 0.81)
+    assert (at["refused"], at["hits_at_5"]) == (2, 3)
+    # Above q3's relevant similarity (0.83) it loses q3.
+    assert figures(CASES, 0.835)["hits_at_5"] == 2
+
+
+def test_the_floor_is_the_middle_of_the_best_run_that_keeps_hit_at_5() -> None:
+    values = candidates(CASES)
+    assert values[0] == 0.74 and all(a < b for a, b in itertools.pairwise(values))
+    # 0.79 refuses n2 (0.78); 0.815 refuses n1 (0.80) too and still keeps q3 (0.83);
+    # 0.835 would lose q3. n3 (0.86) sits above the answers: refusing it costs two.
+    assert choose(CASES) == 0.815
+    # One answered case may go, but 0.835 and 0.845 refuse no more than 0.815 and lose
+    # q3: the floor that keeps more answers wins the tie.
+    assert choose(CASES, max_lost=1) == 0.815
+    # Two may go: 0.87 refuses n3 too, at the cost of q2 and q3.
+    assert choose(CASES, max_lost=2) == 0.87
+    assert choose([answered("q", ("a", 0.9))]) is None
+
+
+def test_tune_floor_checks_the_hold_out_and_names_the_setting() -> None:
+    result = tune_floor(CASES, holdout=0)
+    assert (result["floor"], result["validation"]) == (0.815, "disabled")
+    assert result["all"]["with"]["refusal_accuracy"] == 0.6667
+    assert summary(result).splitlines()[-1] == "RAGPLATE_MIN_SIMILARITY=0.815"
+    nothing = tune_floor([answered("q", ("a", 0.9)), no_answer("n", ("c", 0.95))], holdout=0)
+    assert (nothing["floor"], nothing["validation"]) == (None, "none")
+    assert "no floor recommended: no floor refuses" in summary(nothing)
+    with pytest.raises(InvalidInputError, match="no case with expect_refusal"):
+        tune_floor(CASES[:3], holdout=0)
+    with pytest.raises(InvalidInputError, match="--holdout"):
+        tune_floor(CASES, holdout=1.0)
+
+
+def test_a_floor_losing_a_held_out_answer_is_rejected() -> None:
+    from ragplate.tasks.evaluation.dataset_files import held_out
+
+    ids = [f"a{i}" for i in range(20)]
+    out = held_out(ids, 0.5)
+    assert out and len(out) < len(ids)
+    refusals = [no_answer(f"n{i}", ("c", 0.70)) for i in range(20)]
+    fine = [answered(i, ("a", 0.90)) for i in ids]
+    chosen = tune_floor(fine + refusals, holdout=0.5)
+    assert (chosen["validation"], chosen["floor"]) == ("accepted", 0.8)
+    # The held-out answers sit at 0.75, below the floor the selection chooses (0.8).
+    low = [answered(i, ("a", 0.75 if i in out else 0.90)) for i in ids]
+    result = tune_floor(low + refusals, holdout=0.5)
+    assert (result["chosen_on_selection"], result["validation"], result["floor"]) == (
+        0.8, "rejected", None)
+    assert result["holdout_part"]["with"]["hits_at_5"] == 0
+    assert "no floor recommended: 0.8 loses more than 0" in summary(result)
+
+
+@pytest.mark.integration
+def test_the_flow_prints_a_floor_on_a_real_index(
+    prefect_api_url: str, developer_index: Any, tmp_path: Path
+) -> None:
+    from ragplate.flows.tune_floor import tune_floor as flow
+
+    def case(case_id: str, query: str, label: str | None) -> dict[str, Any]:
+        return {"id": case_id, "query": query, "locale": "en", "top_k": 5,
+                "expected_source_labels": [label] if label else [],
+                "expected_citation_labels": [label] if label else [],
+                "expect_authorized_empty": False, "expect_supported_answer": bool(label),
+                "expect_refusal": label is None, "slices": ["floor"],
+                "tenant_scope": "global", "tenant_id": None, "effective_permissions": []}
+
+    dataset = {"version": "1", "corpus_revision": "test", "module": "core",
+               "index_profile": "developer", "data_classification": "synthetic", "cases": [
+                   case("backup", "How often is the database dumped?", "dev/ops/backup.md"),
+                   case("probe", "What does the probe embed?", "dev/cli/probe.md"),
+                   case("health", "Which endpoint reports index counts?", "dev/api/health.md"),
+                   case("tiramisu", "Quale è la ricetta del tiramisù?", None),
+                   case("peru", "What is the capital city of Peru?", None),
+                   case("football", "Who won the football world cup in 1998?", None)]}
+    path = tmp_path / "floor.json"
+    path.write_text(json.dumps(dataset), encoding="utf-8")
+
+    result = flow(index="developer", dataset=str(path), holdout=0.0)
+
+    assert result["floor"] is not None and 0.0 < result["floor"] < 1.0
+    figures_all = result["all"]
+    assert figures_all["with"]["hits_at_5"] == figures_all["without"]["hits_at_5"] == 3
+    assert figures_all["with"]["refused"] > figures_all["without"]["refused"] == 0
+    assert result["model"] == developer_index.profile.key
