@@ -39,7 +39,8 @@ def tune_floor(
     result = steps.choose_floor(cases, holdout, max_lost)
     result = {"index": index, "strategy": chosen, "model": setup.embedder.profile.key,
               "dataset": {"sha256": loaded.sha256}, **result}
-    text = summary(result)
-    create_markdown_artifact(text, key="tune-floor", description="tune-floor")
-    print(text)
+    create_markdown_artifact(summary(result), key="tune-floor", description="tune-floor")
+    figures = result["all"]["with"]
+    print(f"tune-floor: floor {result['floor']} (validation {result['validation']}): refusal "
+          f"accuracy {figures['refusal_accuracy']}, hit@5 {figures['hit_at_5']}")
     return result
