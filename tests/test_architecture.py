@@ -25,7 +25,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "__init__": set(),
 }
 #: The wings of tasks/ and the modules every wing shares.
-WINGS = {"indexing", "retrieval", "records", "evaluation", "tuning", "switch"}
+WINGS = {"indexing", "retrieval", "records", "evaluation", "tuning", "switch", "people",
+         "assistant"}
 SHARED_TASK_MODULES = {"__init__.py", "flow_runs.py", "progress.py", "retries.py"}
 
 

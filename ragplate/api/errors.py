@@ -37,6 +37,14 @@ class ErrorBody(BaseModel):
     )
 
 
+#: The answers of a route that needs a bearer token, for the OpenAPI document.
+AUTH_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "No valid bearer token (missing, unknown or "
+          "revoked)."},
+    403: {"model": ErrorBody, "description": "The token's person may not do this (a guest, "
+          "or a permission is missing)."},
+}
+
 #: The error responses every route may give, for the OpenAPI document.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "The body cannot be read as JSON (it is not "
@@ -88,7 +96,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RagplateError)
     async def _ragplate(request: Request, exc: RagplateError) -> JSONResponse:
-        return _body(exc.__class__.__name__, public_detail(exc), exc.http_status)
+        response = _body(exc.__class__.__name__, public_detail(exc), exc.http_status)
+        if exc.http_status == 401:  # RFC 6750: say which scheme is expected
+            response.headers["WWW-Authenticate"] = 'Bearer realm="ragplate"'
+        return response
 
     async def _database(request: Request, exc: Exception) -> JSONResponse:
         lost = connection_lost(exc)  # type: ignore[arg-type]

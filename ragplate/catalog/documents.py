@@ -170,6 +170,8 @@ class AccessContext:
     locale: str | None = None
     permissions: frozenset[str] = frozenset()
     module: str | None = None
+    #: The assistant's module scope: that module's documents and the cross-cutting guides.
+    scope_module: str | None = None
 
 
 def safe_projection(metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -214,3 +214,51 @@ class BelowThresholdError(RagplateError):
     deployment see it. Exit code 1."""
 
     exit_code = 1
+
+
+class AuthenticationError(RagplateError):
+    """No valid API token: missing, malformed, unknown or revoked. HTTP 401."""
+
+    http_status = 401
+    exit_code = 2
+
+
+class PermissionDeniedError(RagplateError):
+    """A known person who may not do this (a guest, or a missing permission). HTTP 403."""
+
+    http_status = 403
+    exit_code = 2
+
+
+class NotFoundError(InvalidInputError):
+    """A thing that does not exist, or that belongs to someone else (the two are not told
+    apart, so ids cannot be probed). HTTP 404."""
+
+    http_status = 404
+
+
+class UnknownUserError(NotFoundError):
+    """A user name that is not in the people table."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no user named {name!r} (see: ragplate users list)")
+        self.name = name
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.name,))
+
+
+class ChatModelError(RagplateError):
+    """The chat model server could not be reached, answered with an error status, or sent
+    an answer that is not a chat completion. The message names the endpoint and the reason,
+    never the prompt or the answer."""
+
+    http_status = 503
+    exit_code = 3
+
+
+class StructuredOutputError(RagplateError):
+    """The chat model's answer did not validate against the requested schema after every
+    retry. The message lists what was wrong, not what was sent."""
+
+    http_status = 502

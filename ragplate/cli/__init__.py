@@ -24,6 +24,7 @@ from ragplate.cli import (
     services,
     sources,
     tuning,
+    users,
 )
 
 HELP = """Documentation intelligence: index Markdown docs, retrieve with citations.
@@ -54,7 +55,7 @@ app = typer.Typer(
 )
 # One way of adding commands: every module attaches its own with ``register(app)``.
 for module in (docs, sources, services, embeddings, db, bench, servers, demo, evaluate, tuning,
-               search):
+               search, users):
     module.register(app)
 
 err_console = Console(stderr=True)

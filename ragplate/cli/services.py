@@ -80,8 +80,27 @@ def serve(
     bind_host, bind_port = host or settings.api_host, port or settings.api_port
     check_port_free(bind_host, bind_port)
     Runtime(settings).engine  # noqa: B018 - fail fast on the database before binding
+    notice = exposure_notice(bind_host)
+    if notice:
+        console.print(notice, highlight=False, markup=False)
     uvicorn.run("ragplate.api.app:create_app", factory=True, host=bind_host, port=bind_port,
                 log_level="info")
+
+
+def exposure_notice(host: str) -> str | None:
+    """One line when the API binds beyond loopback: every route but /health needs a bearer
+    token, yet the address is reachable by other machines."""
+    import ipaddress
+
+    if host == "localhost":
+        return None
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return None
+    except ValueError:
+        pass  # a host name: may resolve to anything
+    return (f"Serving on {host}, reachable beyond this machine: every route but /health "
+            "needs a bearer token (ragplate users token NAME); put TLS in front of it.")
 
 
 def check_port_free(host: str, port: int) -> None:

@@ -16,6 +16,7 @@ from ragplate.api.app import create_app
 from ragplate.catalog.settings import DEFAULT_PROFILE, Settings
 from ragplate.infra.stores.base import DocumentStore
 from tests.testing.corpus import DEVELOPER_FILES
+from tests.testing.people import bearer
 
 pytestmark = pytest.mark.integration
 
@@ -24,7 +25,8 @@ HIT_FIELDS = {"source_label", "heading_breadcrumb", "excerpt", "score", "similar
 
 @pytest.fixture(scope="module")
 def client(settings: Settings, developer_index: DocumentStore) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as test_client:
+    app = create_app(settings)
+    with TestClient(app, headers=bearer(app.state.runtime.engine)) as test_client:
         yield test_client
 
 
@@ -112,7 +114,9 @@ def test_ragplate_errors_become_json_with_their_status(
     # A database URL that cannot be reached: the health check names the problem, 503.
     broken = Settings(home=tmp_path_factory.mktemp("broken-home"),
                       database_url="postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
-    with TestClient(create_app(broken)) as broken_client:
+    # A token to check: the check needs the database, so the answer is a 503 too.
+    headers = {"Authorization": "Bearer rp_not-a-stored-token"}
+    with TestClient(create_app(broken), headers=headers) as broken_client:
         health = broken_client.get("/health")
         search = broken_client.post("/v1/docs/search", json={"query": "anything"})
 

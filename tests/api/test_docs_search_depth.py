@@ -14,6 +14,7 @@ from ragplate.infra.models.base import Embedder
 from ragplate.infra.runtime import Runtime
 from ragplate.tasks.indexing.read import developer_corpus, read_sources
 from tests.testing.corpus import index_documents
+from tests.testing.people import bearer
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
@@ -29,7 +30,8 @@ def client(settings: Settings, embedder: Embedder) -> Iterator[TestClient]:
     store.reset()
     documents = developer_corpus(read_sources({"faq-app-ragplate": BUNDLED_DOCS}))
     index_documents(store, embedder, documents)
-    with TestClient(create_app(settings)) as test_client:
+    app = create_app(settings)
+    with TestClient(app, headers=bearer(app.state.runtime.engine)) as test_client:
         yield test_client
     store.reset()
 

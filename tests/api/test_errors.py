@@ -18,6 +18,7 @@ from ragplate.api.app import create_app
 from ragplate.catalog.settings import Settings
 from ragplate.infra import settings_store
 from ragplate.infra.stores.base import DocumentStore
+from tests.testing.people import bearer
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +28,8 @@ UNREACHABLE = "postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2"
 
 @pytest.fixture(scope="module")
 def client(settings: Settings, developer_index: DocumentStore) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as test_client:
+    app = create_app(settings)
+    with TestClient(app, headers=bearer(app.state.runtime.engine)) as test_client:
         yield test_client
 
 
@@ -54,7 +56,8 @@ def test_a_database_lost_after_start_is_a_503_naming_postgresql(settings: Settin
     app = create_app(settings)
     # The runtime connected once; from now on connections fail like a stopped server's.
     app.state.runtime.__dict__["engine"] = sa.create_engine(UNREACHABLE)
-    with TestClient(app) as lost:
+    # The token is checked in PostgreSQL, which is gone: a 503 too.
+    with TestClient(app, headers={"Authorization": "Bearer rp_not-a-stored-token"}) as lost:
         health = lost.get("/health")
         search = lost.post("/v1/docs/search", json={"query": "anything"})
         records = lost.post("/v1/search", json={"entity": "cms.contents", "query": "x",
@@ -76,7 +79,7 @@ def test_a_503_names_the_service_not_where_it_keeps_its_files(settings: Settings
     socket_dir = "/tmp/ragplate-no-such-socket-dir"
     app.state.runtime.__dict__["engine"] = sa.create_engine(
         f"postgresql+psycopg://nobody@/none?host={socket_dir}&connect_timeout=2")
-    with TestClient(app) as lost:
+    with TestClient(app, headers={"Authorization": "Bearer rp_not-a-stored-token"}) as lost:
         responses = [lost.get("/health"),
                      lost.post("/v1/docs/search", json={"query": "anything"})]
 
@@ -153,7 +156,8 @@ def test_the_openapi_page_loads_only_bundled_assets(client: TestClient) -> None:
 @pytest.fixture(scope="module")
 def capped(settings: Settings, developer_index: DocumentStore) -> Iterator[TestClient]:
     small = settings.model_copy(update={"api_max_body_bytes": 2048})
-    with TestClient(create_app(small)) as test_client:
+    app = create_app(small)
+    with TestClient(app, headers=bearer(app.state.runtime.engine)) as test_client:
         yield test_client
 
 

@@ -16,6 +16,7 @@ from ragplate.api.app import create_app
 from ragplate.catalog.settings import Settings
 from ragplate.infra.models.base import Embedder
 from ragplate.infra.runtime import Runtime
+from tests.testing.people import bearer
 from tests.testing.records import CachingEmbedder, load_corpus
 
 pytestmark = pytest.mark.integration
@@ -33,7 +34,8 @@ def keys(settings: Settings, engine: sa.Engine, embedder: Embedder) -> dict[str,
 
 @pytest.fixture(scope="module")
 def client(settings: Settings, keys: dict[str, int]) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as test_client:
+    app = create_app(settings)
+    with TestClient(app, headers=bearer(app.state.runtime.engine)) as test_client:
         yield test_client
 
 

@@ -23,6 +23,7 @@ from ragplate.infra.runtime import Runtime
 from ragplate.infra.stores.base import SourceRecord
 from ragplate.infra.switch_state import read_state
 from tests.testing import switch as sw
+from tests.testing.people import bearer
 
 pytestmark = [pytest.mark.integration]
 
@@ -296,7 +297,7 @@ def test_search_keeps_answering_from_vectors_while_the_indexes_phase_runs(
     from ragplate.api.app import create_app
 
     target, before = other(runtime), sw.serving(runtime.engine)
-    client = TestClient(create_app(runtime.settings))
+    client = TestClient(create_app(runtime.settings), headers=bearer(runtime.engine))
     body = {"entity": "cms.contents", "query": "refund policy for a parcel",
             "mode": "balanced", "locale": "en"}
     env = {**__import__("os").environ, "PREFECT_API_URL": prefect_api_url,

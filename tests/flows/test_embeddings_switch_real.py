@@ -14,6 +14,7 @@ from ragplate.catalog.settings import Settings
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.switch_state import read_state
 from tests.testing import switch as sw
+from tests.testing.people import bearer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -38,7 +39,7 @@ def test_full_switch_with_the_real_models(env: Settings) -> None:
     from ragplate.flows.embeddings_switch import embeddings_switch
 
     runtime = Runtime(env)
-    client = TestClient(create_app(env))
+    client = TestClient(create_app(env), headers=bearer(runtime.engine))
     body = {"entity": "cms.contents", "query": "refund policy for a returned parcel",
             "mode": "balanced", "locale": "en"}
     served = client.post("/v1/search", json=body).json()["meta"]["search"]

@@ -20,6 +20,7 @@ from ragplate.api.app import create_app
 from ragplate.api.errors import MAX_PROBLEMS
 from ragplate.catalog.settings import Settings
 from ragplate.infra.stores.base import DocumentStore
+from tests.testing.people import bearer
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +32,9 @@ RECORDS = {"entity": "cms.contents", "query": "refund", "mode": "fast", "locale"
 
 @pytest.fixture(scope="module")
 def client(settings: Settings, developer_index: DocumentStore) -> Iterator[TestClient]:
-    with TestClient(create_app(settings), raise_server_exceptions=False) as test_client:
+    app = create_app(settings)
+    with TestClient(app, raise_server_exceptions=False,
+                    headers=bearer(app.state.runtime.engine)) as test_client:
         yield test_client
 
 

@@ -15,6 +15,7 @@ from ragplate.api.app import create_app
 from ragplate.catalog.settings import Settings
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.stores.base import DocumentStore
+from tests.testing.people import bearer
 
 pytestmark = pytest.mark.integration
 
@@ -27,9 +28,14 @@ APP = create_app(Settings(home=Path("/nonexistent/ragplate-schema-only")))
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 
 
+#: A token of a person who may call every route, set before the first request.
+HEADERS: dict[str, str] = {}
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _session_runtime(settings: Settings, developer_index: DocumentStore) -> Iterator[None]:
     APP.state.runtime = Runtime(settings)
+    HEADERS.update(bearer(APP.state.runtime.engine))
     yield
 
 
@@ -37,4 +43,4 @@ def _session_runtime(settings: Settings, developer_index: DocumentStore) -> Iter
 @hypothesis.settings(max_examples=EXAMPLES, derandomize=True, deadline=None,
                      suppress_health_check=list(hypothesis.HealthCheck))
 def test_the_api_keeps_to_its_schema(case: schemathesis.Case) -> None:
-    case.call_and_validate()
+    case.call_and_validate(headers=HEADERS)

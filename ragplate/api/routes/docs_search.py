@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from ragplate.api.deps import RuntimeDep
-from ragplate.api.errors import ERROR_RESPONSES
+from ragplate.api.deps import DeveloperDep, RuntimeDep
+from ragplate.api.errors import AUTH_RESPONSES, ERROR_RESPONSES
 from ragplate.api.fields import SearchText, StrictRequest, WholeNumber
 from ragplate.tasks.retrieval.documentation import retrieve_with_runtime
 
@@ -39,10 +39,12 @@ class SearchResponse(BaseModel):
     hits: list[SearchHit]
 
 
-@router.post("/search", response_model=SearchResponse, responses=ERROR_RESPONSES)
-def search(request: SearchRequest, runtime: RuntimeDep) -> SearchResponse:
+@router.post("/search", response_model=SearchResponse,
+             responses={**AUTH_RESPONSES, **ERROR_RESPONSES})
+def search(request: SearchRequest, runtime: RuntimeDep, person: DeveloperDep) -> SearchResponse:
     """Search the developer index with the active embedding profile (vector, or hybrid
-    with ``RAGPLATE_DOCS_RETRIEVAL=hybrid``)."""
+    with ``RAGPLATE_DOCS_RETRIEVAL=hybrid``). The developer index holds every document,
+    so this needs a token of a person holding ``docs.developer``."""
     hits = retrieve_with_runtime(runtime, request.query, index="developer",
                                  top_k=request.top_k)
     return SearchResponse(hits=[SearchHit(**h.as_dict()) for h in hits])

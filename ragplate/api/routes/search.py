@@ -8,9 +8,11 @@ from typing import Any, Literal
 from fastapi import APIRouter, FastAPI
 from pydantic import BaseModel, Field
 
-from ragplate.api.deps import RuntimeDep
-from ragplate.api.errors import ERROR_RESPONSES
+from ragplate.api.deps import MemberDep, RuntimeDep
+from ragplate.api.errors import AUTH_RESPONSES, ERROR_RESPONSES
 from ragplate.api.fields import SearchText, StrictRequest, TenantText, WholeNumber
+from ragplate.catalog.errors import PermissionDeniedError
+from ragplate.catalog.people import OPERATOR_PERMISSION, Person
 from ragplate.tasks.retrieval.application import search_with_runtime
 
 router = APIRouter(prefix="/v1", tags=["search"])
@@ -32,7 +34,9 @@ class AppSearchRequest(StrictRequest):
                         description="Language of the results (en, it, …).")
     tenant: TenantText | None = Field(
         default=None, min_length=1, max_length=200,
-        description="The caller's tenant: records of 'global' and of this tenant are searched.",
+        description="Another tenant to search as: only a person holding tenants.operator "
+        "may name one other than their own. By default the token's person's tenant: records "
+        "of 'global' and of that tenant are searched.",
     )
     top_k: WholeNumber = Field(default=10, ge=1, le=50, description="Hits to return (1-50).")
 
@@ -81,12 +85,26 @@ class AppSearchResponse(BaseModel):
     meta: SearchMetaModel
 
 
-@router.post("/search", response_model=AppSearchResponse, responses=ERROR_RESPONSES)
-def search(request: AppSearchRequest, runtime: RuntimeDep) -> AppSearchResponse:
-    """Keyword, vector or hybrid search of an entity's records (unknown entity: 422)."""
+def searched_tenant(person: Person, requested: str | None) -> str | None:
+    """The tenant a search runs as: the person's own; another only for an operator (403)."""
+    if requested is None or requested == person.tenant:
+        return person.tenant
+    if not person.holds(OPERATOR_PERMISSION):
+        raise PermissionDeniedError(
+            f"naming another tenant than your own needs the {OPERATOR_PERMISSION} permission")
+    return requested
+
+
+@router.post("/search", response_model=AppSearchResponse,
+             responses={**AUTH_RESPONSES, **ERROR_RESPONSES})
+def search(request: AppSearchRequest, runtime: RuntimeDep, person: MemberDep
+           ) -> AppSearchResponse:
+    """Keyword, vector or hybrid search of an entity's records (unknown entity: 422), as the
+    token's person's tenant."""
     result = search_with_runtime(
         runtime, entity=request.entity, query=request.query, mode=request.mode,
-        locale=request.locale, tenant=request.tenant, top_k=request.top_k,
+        locale=request.locale, tenant=searched_tenant(person, request.tenant),
+        top_k=request.top_k,
     )
     return AppSearchResponse.model_validate(result.as_dict())
 

@@ -45,6 +45,9 @@ class SearchFilters:
     ``tenant_scopes``: a document is visible when one of its ``tenant_scope`` ids is in it.
     ``permissions``: a document is visible when its ``required_permissions`` are a subset.
     ``sources``: only chunks of these sources (the similarity of one source's best chunk).
+    ``scope_module``: the assistant's module scope: a document of that module, or one that
+    declares ``cross_cutting_user: true``. Relevance only: it is added to the other
+    filters, never instead of them.
     """
 
     audiences: tuple[str, ...] | None = None
@@ -53,6 +56,7 @@ class SearchFilters:
     tenant_scopes: tuple[str, ...] | None = None
     permissions: frozenset[str] | None = None
     sources: tuple[str, ...] | None = None
+    scope_module: str | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,9 @@ def matches(metadata: Mapping[str, Any], filters: SearchFilters | None,
     if filters.modules is not None and metadata.get("module") not in filters.modules:
         return False
     if filters.locales is not None and metadata.get("locale") not in filters.locales:
+        return False
+    if (filters.scope_module is not None and metadata.get("module") != filters.scope_module
+            and metadata.get("cross_cutting_user") is not True):
         return False
     if filters.tenant_scopes is not None:
         scope = metadata.get("tenant_scope")

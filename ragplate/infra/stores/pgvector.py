@@ -96,6 +96,10 @@ def filter_sql(filters: SearchFilters | None) -> tuple[list[str], dict[str, Any]
         if values is not None:
             clauses.append(f"metadata->>'{field}' = ANY(CAST(:{field} AS text[]))")
             params[field] = list(values)
+    if f.scope_module is not None:
+        clauses.append("(metadata->>'module' = :scope_module "
+                       "OR metadata->'cross_cutting_user' = 'true'::jsonb)")
+        params["scope_module"] = f.scope_module
     if f.tenant_scopes is not None:
         clauses.append(_TENANT)
         params["tenants"] = list(f.tenant_scopes)

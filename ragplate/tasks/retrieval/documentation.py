@@ -246,6 +246,7 @@ def user_filters(access: AccessContext) -> SearchFilters:
         locales=(access.locale,) if access.locale else None,
         tenant_scopes=scopes,
         permissions=frozenset(access.permissions),
+        scope_module=access.scope_module,
     )
 
 

@@ -1,0 +1,89 @@
+"""People: who is asking, what they may do, and the names their permissions use.
+
+A person is read from PostgreSQL on every request (``infra.people``); nothing a client sends
+says who it is except its bearer token.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ragplate.catalog.documents import AccessContext
+from ragplate.catalog.errors import InvalidInputError
+
+#: May search the developer index (``POST /v1/docs/search``), which holds every document.
+DEVELOPER_PERMISSION = "docs.developer"
+#: May name another tenant than their own in application search.
+OPERATOR_PERMISSION = "tenants.operator"
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
+PERMISSION_PATTERN = re.compile(r"^[a-z][a-z0-9_]*([.:][a-z0-9_*]+)*$")
+TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$")
+LOCALE_PATTERN = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+#: Tokens start with this, so a leaked one is recognisable (secret scanners, logs).
+TOKEN_PREFIX = "rp_"
+#: Characters of a token kept as its hint in listings.
+TOKEN_HINT_CHARS = 8
+
+
+@dataclass(frozen=True)
+class Person:
+    """A person as the API and the assistant see them."""
+
+    id: int
+    name: str
+    tenant: str | None = None
+    locale: str = "en"
+    permissions: frozenset[str] = field(default_factory=frozenset)
+    is_guest: bool = False
+
+    def holds(self, permission: str) -> bool:
+        """Whether the person holds ``permission`` (exact names; no wildcard grants)."""
+        return permission in self.permissions
+
+    def access(self, *, scope_module: str | None = None) -> AccessContext:
+        """The principal of the user index for this person: their tenant, locale and
+        permissions, and the assistant scope's module."""
+        return AccessContext(tenant=self.tenant, locale=self.locale,
+                             permissions=self.permissions, scope_module=scope_module)
+
+    def as_dict(self) -> dict[str, object]:
+        """The public shape (``users list --json``, ``users create --json``)."""
+        return {"id": self.id, "name": self.name, "tenant": self.tenant,
+                "locale": self.locale, "permissions": sorted(self.permissions),
+                "guest": self.is_guest}
+
+
+def check_name(name: str) -> str:
+    """A user name: letters, digits and ``_ . @ -``, 1–100 characters."""
+    if not NAME_PATTERN.match(name):
+        raise InvalidInputError(
+            f"user name {name!r} is not valid: use letters, digits and _ . @ - "
+            "(1-100 characters, starting with a letter or digit)")
+    return name
+
+
+def check_permissions(permissions: list[str]) -> frozenset[str]:
+    """Permission names such as ``docs.developer`` or ``cms.contents:select``."""
+    for permission in permissions:
+        if not PERMISSION_PATTERN.match(permission):
+            raise InvalidInputError(
+                f"permission {permission!r} is not valid: lower-case words joined by "
+                "'.' or ':' (e.g. docs.developer)")
+    return frozenset(permissions)
+
+
+def check_tenant(tenant: str | None) -> str | None:
+    """A tenant id, or ``None`` for a person of no tenant (global documents only)."""
+    if tenant is not None and not TENANT_PATTERN.match(tenant):
+        raise InvalidInputError(f"tenant {tenant!r} is not valid: letters, digits and "
+                                "_ . : - (1-200 characters)")
+    return tenant
+
+
+def check_locale(locale: str) -> str:
+    """A locale such as ``en`` or ``it-IT``."""
+    if not LOCALE_PATTERN.match(locale):
+        raise InvalidInputError(f"locale {locale!r} is not valid (e.g. en, it, pt-BR)")
+    return locale

@@ -1,0 +1,139 @@
+"""``ragplate users``: people and their API tokens."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from sqlalchemy.engine import Engine
+
+from ragplate.cli.output import console, print_json
+
+JSON = typer.Option("--json", help="Print the result as JSON.")
+
+
+def _engine() -> Engine:
+    from ragplate.infra.environment import get_settings
+    from ragplate.infra.runtime import Runtime
+
+    return Runtime(get_settings()).engine
+
+
+def create_command(
+    name: Annotated[str, typer.Argument(help="A unique name: letters, digits, _ . @ -.")],
+    permission: Annotated[list[str] | None, typer.Option(
+        "--permission", "-p", help="A permission to grant (repeat for several), e.g. "
+        "docs.developer (search the developer index) or tenants.operator.")] = None,
+    tenant: Annotated[str | None, typer.Option(
+        help="The person's tenant (none: global documents and records only).")] = None,
+    locale: Annotated[str, typer.Option(help="The person's language (en, it, …).")] = "en",
+    guest: Annotated[bool, typer.Option(
+        "--guest", help="A guest: never reaches the assistant or application search.")] = False,
+    json_output: Annotated[bool, JSON] = False,
+) -> None:
+    """Add a person. They need a token (``users token``) to call the API.
+
+    Examples:
+
+        ragplate users create ada --permission docs.developer
+
+        ragplate users create mario --tenant acme --locale it --permission crud.read --json
+    """
+    from ragplate.tasks.people.accounts import create_person
+
+    person = create_person(_engine(), name=name, permissions=permission or [], tenant=tenant,
+                           locale=locale, is_guest=guest)
+    if json_output:
+        print_json(person.as_dict())
+        return
+    console.print(f"created {escape(person.name)} (id {person.id})", highlight=False)
+
+
+def token_command(
+    name: Annotated[str, typer.Argument(help="The person's name.")],
+    json_output: Annotated[bool, JSON] = False,
+) -> None:
+    """Issue a new API token for a person. It is shown once and stored hashed: keep it.
+
+    Example: ragplate users token ada --json
+    """
+    from ragplate.tasks.people.accounts import issue_token
+
+    token = issue_token(_engine(), name=name)
+    if json_output:
+        print_json({"token": token})
+        return
+    print(token)
+
+
+def list_command(json_output: Annotated[bool, JSON] = False) -> None:
+    """List people: tenant, locale, permissions, guest, live tokens.
+
+    Example: ragplate users list --json
+    """
+    from ragplate.tasks.people.accounts import list_all
+
+    rows = list_all(_engine())
+    if json_output:
+        print_json([row.as_dict() for row in rows])
+        return
+    table = Table(title=f"{len(rows)} person(s)")
+    for column in ("name", "tenant", "locale", "permissions", "guest", "tokens"):
+        table.add_column(column)
+    for row in rows:
+        p = row.person
+        table.add_row(escape(p.name), escape(p.tenant or ""), p.locale,
+                      escape(", ".join(sorted(p.permissions))), "yes" if p.is_guest else "",
+                      str(row.active_tokens))
+    console.print(table)
+
+
+def revoke_command(
+    name: Annotated[str, typer.Argument(help="The person's name.")],
+    json_output: Annotated[bool, JSON] = False,
+) -> None:
+    """Revoke every token of a person; their next request is a 401.
+
+    Example: ragplate users revoke ada
+    """
+    from ragplate.tasks.people.accounts import revoke
+
+    count = revoke(_engine(), name=name)
+    if json_output:
+        print_json({"revoked": count})
+        return
+    console.print(f"revoked {count} token(s) of {escape(name)}", highlight=False)
+
+
+def delete_command(
+    name: Annotated[str, typer.Argument(help="The person's name.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    json_output: Annotated[bool, JSON] = False,
+) -> None:
+    """Delete a person with their tokens, conversations and messages.
+
+    Example: ragplate users delete ada --yes
+    """
+    from ragplate.tasks.people.accounts import delete
+
+    if not yes and not typer.confirm(f"Delete {name} and their conversations?"):
+        raise typer.Abort()
+    person = delete(_engine(), name=name)
+    if json_output:
+        print_json({"deleted": person.as_dict()})
+        return
+    console.print(f"deleted {escape(person.name)}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the ``users`` group."""
+    group = typer.Typer(help="People who use the API and the assistant, and their tokens.",
+                        no_args_is_help=True)
+    group.command("create")(create_command)
+    group.command("token")(token_command)
+    group.command("list")(list_command)
+    group.command("revoke")(revoke_command)
+    group.command("delete")(delete_command)
+    app.add_typer(group, name="users")

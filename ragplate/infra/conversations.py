@@ -1,0 +1,105 @@
+"""Conversations and messages in PostgreSQL (tables ``conversations`` and ``messages``).
+
+Every read names the owner: a conversation of someone else reads as absent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from ragplate.catalog.schema import conversations, messages
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """One message as stored."""
+
+    id: uuid.UUID
+    conversation_id: uuid.UUID
+    role: str
+    text: str
+    status: str | None
+    refusal_category: str | None
+    citations: list[dict[str, Any]]
+    metadata: dict[str, Any]
+    created_at: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        """The public shape of a message."""
+        return {"id": str(self.id), "role": self.role, "text": self.text,
+                "status": self.status, "refusal_category": self.refusal_category,
+                "citations": self.citations, "metadata": self.metadata,
+                "created_at": self.created_at.isoformat()}
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation, with its messages when they were read."""
+
+    id: uuid.UUID
+    title: str | None
+    created_at: datetime
+    messages: list[StoredMessage] = field(default_factory=list)
+
+    def as_dict(self, *, with_messages: bool = True) -> dict[str, Any]:
+        """The public shape of a conversation."""
+        body: dict[str, Any] = {"id": str(self.id), "title": self.title,
+                                "created_at": self.created_at.isoformat()}
+        if with_messages:
+            body["messages"] = [m.as_dict() for m in self.messages]
+        return body
+
+
+def _message(row: Any) -> StoredMessage:
+    return StoredMessage(row.id, row.conversation_id, row.role, row.text, row.status,
+                         row.refusal_category, list(row.citations), dict(row.metadata),
+                         row.created_at)
+
+
+def insert_conversation(conn: sa.Connection, *, user_id: int, title: str | None) -> Conversation:
+    """A new conversation of ``user_id``."""
+    row = conn.execute(conversations.insert().values(user_id=user_id, title=title)
+                       .returning(*conversations.c)).one()
+    return Conversation(row.id, row.title, row.created_at)
+
+
+def owned_conversation(conn: sa.Connection, *, user_id: int, conversation_id: uuid.UUID,
+                       with_messages: bool = False, for_update: bool = False
+                       ) -> Conversation | None:
+    """The conversation if it exists and belongs to ``user_id``; else ``None``."""
+    query = sa.select(conversations).where(conversations.c.id == conversation_id,
+                                           conversations.c.user_id == user_id)
+    if for_update:
+        query = query.with_for_update()
+    row = conn.execute(query).one_or_none()
+    if row is None:
+        return None
+    found = [] if not with_messages else [_message(m) for m in conn.execute(
+        sa.select(messages).where(messages.c.conversation_id == row.id)
+        .order_by(messages.c.created_at, messages.c.role.desc()))]
+    return Conversation(row.id, row.title, row.created_at, found)
+
+
+def list_conversations(conn: sa.Connection, *, user_id: int, limit: int = 100
+                       ) -> list[Conversation]:
+    """The newest conversations of ``user_id``, without their messages."""
+    rows = conn.execute(sa.select(conversations).where(conversations.c.user_id == user_id)
+                        .order_by(conversations.c.created_at.desc()).limit(limit))
+    return [Conversation(r.id, r.title, r.created_at) for r in rows]
+
+
+def insert_message(conn: sa.Connection, *, conversation_id: uuid.UUID, role: str, text: str,
+                   status: str | None = None, refusal_category: str | None = None,
+                   citations: list[dict[str, Any]] | None = None,
+                   metadata: dict[str, Any] | None = None) -> StoredMessage:
+    """Append a message to a conversation."""
+    row = conn.execute(messages.insert().values(
+        conversation_id=conversation_id, role=role, text=text, status=status,
+        refusal_category=refusal_category, citations=citations or [],
+        metadata=metadata or {}).returning(*messages.c)).one()
+    return _message(row)

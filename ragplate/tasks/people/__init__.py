@@ -1,0 +1,1 @@
+"""People: accounts, API tokens and who a request's token belongs to."""

@@ -1,0 +1,89 @@
+"""Create people, issue and revoke their API tokens, and authenticate a bearer token.
+
+A token is shown once, when it is issued: only its hash is stored
+(:mod:`ragplate.infra.people`).
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from sqlalchemy.engine import Engine
+
+from ragplate.catalog.errors import AuthenticationError
+from ragplate.catalog.people import (
+    TOKEN_PREFIX,
+    Person,
+    check_locale,
+    check_name,
+    check_permissions,
+    check_tenant,
+)
+from ragplate.infra import people
+from ragplate.infra.people import PersonRow
+
+#: Bytes of randomness in a token (256 bits).
+TOKEN_BYTES = 32
+#: The longest token ``authenticate`` hashes; anything longer is not one of ours.
+MAX_TOKEN_CHARS = 200
+
+
+def create_person(engine: Engine, *, name: str, permissions: list[str] | None = None,
+                  tenant: str | None = None, locale: str = "en",
+                  is_guest: bool = False) -> Person:
+    """Add a person; every field is checked before anything is written."""
+    checked = check_permissions(list(permissions or []))
+    with engine.begin() as conn:
+        return people.insert_person(conn, name=check_name(name), tenant=check_tenant(tenant),
+                                    locale=check_locale(locale), permissions=checked,
+                                    is_guest=is_guest)
+
+
+def issue_token(engine: Engine, *, name: str) -> str:
+    """A new API token for the person called ``name``: returned once, stored hashed."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
+    with engine.begin() as conn:
+        people.insert_token(conn, people.person_by_name(conn, name), token)
+    return token
+
+
+def revoke(engine: Engine, *, name: str) -> int:
+    """Revoke every token of the person called ``name``; how many were live."""
+    with engine.begin() as conn:
+        return people.revoke_tokens(conn, people.person_by_name(conn, name))
+
+
+def delete(engine: Engine, *, name: str) -> Person:
+    """Delete the person called ``name`` with their tokens and conversations."""
+    with engine.begin() as conn:
+        person = people.person_by_name(conn, name)
+        people.delete_person(conn, person)
+    return person
+
+
+def list_all(engine: Engine) -> list[PersonRow]:
+    """Every person, with their count of live tokens."""
+    with engine.connect() as conn:
+        return people.list_people(conn)
+
+
+def authenticate(engine: Engine, authorization: str | None) -> Person:
+    """The person of an ``Authorization: Bearer <token>`` header value.
+
+    Raises :class:`AuthenticationError` (401) for a missing header, another scheme, a
+    malformed, unknown or revoked token. The message never holds the token."""
+    if not authorization:
+        raise AuthenticationError("missing Authorization header: send 'Authorization: "
+                                  "Bearer <token>' (ragplate users token NAME issues one)")
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise AuthenticationError("the Authorization header must be 'Bearer <token>'")
+    if (len(token) > MAX_TOKEN_CHARS or not token.startswith(TOKEN_PREFIX)
+            or not token.isascii() or not token.isprintable()):
+        raise AuthenticationError("the bearer token is not valid")
+    with engine.connect() as conn:
+        person = people.person_by_token(conn, token)
+    if person is None:
+        raise AuthenticationError("the bearer token is not valid (unknown or revoked)")
+    return person

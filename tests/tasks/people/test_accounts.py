@@ -1,0 +1,115 @@
+"""People and tokens in the embedded PostgreSQL: checked fields, hashed tokens, revocation
+and deletion."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import sqlalchemy as sa
+
+from ragplate.catalog.errors import AuthenticationError, InvalidInputError, UnknownUserError
+from ragplate.catalog.schema import api_tokens, conversations, users
+from ragplate.infra.conversations import insert_conversation
+from ragplate.tasks.people import accounts
+
+pytestmark = pytest.mark.integration
+
+
+def unique(stem: str) -> str:
+    return f"{stem}-{uuid.uuid4().hex[:8]}"
+
+
+def test_a_person_is_created_with_their_fields(engine: sa.Engine) -> None:
+    name = unique("mario")
+    person = accounts.create_person(engine, name=name, permissions=["crud.read", "docs.user"],
+                                    tenant="acme", locale="it")
+
+    assert (person.name, person.tenant, person.locale) == (name, "acme", "it")
+    assert person.permissions == {"crud.read", "docs.user"} and not person.is_guest
+    listed = {row.person.name: row for row in accounts.list_all(engine)}
+    assert listed[name].person == person and listed[name].active_tokens == 0
+
+
+@pytest.mark.parametrize(("field", "value", "named"), [
+    ("name", "bad name", "user name"),
+    ("name", "", "user name"),
+    ("permissions", ["Docs Developer"], "permission"),
+    ("tenant", "a/b", "tenant"),
+    ("locale", "english", "locale"),
+])
+def test_a_bad_field_is_refused_naming_it_and_nothing_is_written(
+    engine: sa.Engine, field: str, value: object, named: str
+) -> None:
+    before = accounts.list_all(engine)
+    fields: dict[str, object] = {"name": unique("ok"), field: value}
+
+    with pytest.raises(InvalidInputError, match=named):
+        accounts.create_person(engine, **fields)  # type: ignore[arg-type]
+    assert accounts.list_all(engine) == before
+
+
+def test_a_taken_name_is_refused(engine: sa.Engine) -> None:
+    name = unique("ada")
+    accounts.create_person(engine, name=name)
+
+    with pytest.raises(InvalidInputError, match="already exists"):
+        accounts.create_person(engine, name=name, tenant="acme")
+
+
+def test_a_token_is_stored_only_as_its_hash_and_authenticates(engine: sa.Engine) -> None:
+    name = unique("grace")
+    person = accounts.create_person(engine, name=name)
+    token = accounts.issue_token(engine, name=name)
+
+    with engine.connect() as conn:
+        stored = conn.execute(sa.select(api_tokens).where(api_tokens.c.user_id == person.id)
+                              ).one()
+    assert token.startswith("rp_") and len(token) >= 40
+    assert stored.token_hash != token and token not in stored.token_hash
+    assert token.startswith(stored.hint) and len(stored.hint) == 8
+    assert accounts.authenticate(engine, f"Bearer {token}") == person
+    assert accounts.authenticate(engine, f"bearer   {token}  ") == person
+
+
+def test_revoking_ends_every_token_and_a_new_one_works(engine: sa.Engine) -> None:
+    name = unique("linus")
+    accounts.create_person(engine, name=name)
+    first, second = (accounts.issue_token(engine, name=name) for _ in range(2))
+
+    assert accounts.revoke(engine, name=name) == 2
+    for token in (first, second):
+        with pytest.raises(AuthenticationError):
+            accounts.authenticate(engine, f"Bearer {token}")
+    third = accounts.issue_token(engine, name=name)
+    assert accounts.authenticate(engine, f"Bearer {third}").name == name
+
+
+@pytest.mark.parametrize("header", [None, "", "Token abc", "Bearer ", "Bearer rp_\x00x",
+                                    "Bearer rp_nope"])
+def test_a_bad_header_is_an_authentication_error(engine: sa.Engine, header: str | None
+                                                 ) -> None:
+    with pytest.raises(AuthenticationError):
+        accounts.authenticate(engine, header)
+
+
+def test_an_unknown_person_is_named(engine: sa.Engine) -> None:
+    with pytest.raises(UnknownUserError, match="nobody-here"):
+        accounts.issue_token(engine, name="nobody-here")
+
+
+def test_deleting_a_person_deletes_their_tokens_and_conversations(engine: sa.Engine) -> None:
+    name = unique("temp")
+    person = accounts.create_person(engine, name=name)
+    accounts.issue_token(engine, name=name)
+    with engine.begin() as conn:
+        insert_conversation(conn, user_id=person.id, title="t")
+
+    accounts.delete(engine, name=name)
+
+    with engine.connect() as conn:
+        for table, column in ((users, users.c.id), (api_tokens, api_tokens.c.user_id),
+                              (conversations, conversations.c.user_id)):
+            count = conn.execute(sa.select(sa.func.count()).select_from(table)
+                                 .where(column == person.id)).scalar_one()
+            assert count == 0, table.name
