@@ -128,6 +128,10 @@ class AudiencePolicy:
             return "tenant_scope mixes global with tenant ids"
         if not tenant_scope_valid(scope):
             return "tenant_scope is missing or invalid"
+        if any("*" in t or "?" in t for t in tenant_ids(scope)):
+            # A wildcard reads as "every tenant" to a person and to other engines; here it
+            # would match nobody, so it is refused rather than left to mean either.
+            return "tenant_scope holds a wildcard"
         return None
 
     def allows(self, metadata: Mapping[str, Any]) -> bool:

@@ -183,6 +183,37 @@ class Settings(BaseSettings):
         default=None,
         description="Similarity floor for retrieval hits (off by default).",
     )
+    assistant_min_similarity: float = Field(
+        default=0.82, ge=-1.0, le=1.0,
+        description="The assistant's evidence floor: it answers only from documents whose "
+        "similarity with the question reaches this, and abstains otherwise. 0.82 was measured "
+        "with ragplate tune-floor on the development dataset for the default model "
+        "(multilingual-e5-small); measure it again for another model. RAGPLATE_MIN_SIMILARITY, "
+        "when set higher, wins.",
+    )
+    assistant_max_documents: int = Field(
+        default=3, ge=1, le=10,
+        description="Documents the assistant retrieves as evidence for one message.",
+    )
+    guardrails_input_max_chars: int = Field(
+        default=4000, ge=100, le=100_000,
+        description="The longest message the assistant accepts; a longer one is refused "
+        "(category length).",
+    )
+    guardrails_output_max_chars: int = Field(
+        default=4000, ge=100, le=100_000,
+        description="The longest answer the assistant gives; a longer one is refused as a "
+        "whole (category output_length).",
+    )
+    guardrails_policy_version: str = Field(
+        default="2026-12-01", min_length=1, max_length=50,
+        description="The assistant policy version recorded on every message.",
+    )
+    format_citations: bool = Field(
+        default=False,
+        description="Append a Markdown Sources block (one line per cited source) to the "
+        "assistant's answers; the citations are on the message either way.",
+    )
     docs_context_weight: float = Field(
         default=DEFAULT_DOCS_CONTEXT_WEIGHT, ge=0.0, le=4.0,
         description="How much of its document a documentation chunk's stored vector carries: "

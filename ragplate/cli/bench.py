@@ -132,6 +132,32 @@ def retrieval(
     run(corpus=corpus, datasets=datasets, output=output)
 
 
+def assistant(
+    dataset: Annotated[
+        list[Path] | None,
+        typer.Option(help="Screening dataset (repeatable; default: datasets/"
+                     "assistant-screening.json, whose tuning and test parts count apart, and "
+                     "the public assistant-injection.json)."),
+    ] = None,
+    docs: Annotated[Path, typer.Option(help="Documentation whose user pages respond() "
+                                       "answers from.")] = BUNDLED_DOCS,
+    output: Annotated[Path, typer.Option(help="Where to write the figures.")] = Path(
+        "reports/bench-assistant.json"
+    ),
+) -> None:
+    """The input guardrails' figures per class and locale (attacks blocked, benign
+    look-alikes allowed), their latency per message, and respond()'s p50/p95 on the
+    extractive default with the real model. Uses a scratch RAGPLATE_HOME.
+
+    Example: ragplate bench assistant --dataset my-screening.json
+    """
+    from ragplate.bench.assistant import run
+
+    datasets = dataset or [PROJECT_ROOT / "datasets" / "assistant-screening.json",
+                           DEFAULT_DATASETS / "assistant-injection.json"]
+    run(datasets=datasets, docs=docs, output=output)
+
+
 def register(app: typer.Typer) -> None:
     """Attach the ``bench`` group to the root app."""
     group = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
@@ -140,4 +166,5 @@ def register(app: typer.Typer) -> None:
     group.command("fusion")(fusion)
     group.command("hostile")(hostile)
     group.command("retrieval")(retrieval)
+    group.command("assistant")(assistant)
     app.add_typer(group, name="bench")

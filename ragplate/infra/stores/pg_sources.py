@@ -86,3 +86,12 @@ def remove_sources(conn: sa.Connection, indexes: Sequence[str], labels: Sequence
         params)}
     deleted = set(chunks) | set(records)
     return {pair: (chunks.get(pair, 0), records.get(pair, 0)) for pair in sorted(deleted)}
+
+
+def indexed_modules(conn: sa.Connection, index: str, model_key: str) -> set[str]:
+    """The modules the chunks of one (index, model) declare."""
+    rows = conn.execute(sa.text(
+        "SELECT DISTINCT metadata->>'module' FROM rag_chunks "
+        "WHERE index_name = :index AND model_key = :model AND metadata ? 'module'"),
+        {"index": index, "model": model_key})
+    return {str(r[0]) for r in rows if r[0]}

@@ -73,6 +73,8 @@ class Hit:
     score: float
     metadata: dict[str, Any]
     similarity: float = 0.0
+    #: The whole chunk (the excerpt is cut): what the assistant's evidence is made of.
+    text: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """The public shape: label, breadcrumb, excerpt, score, similarity."""
@@ -229,6 +231,7 @@ def retrieve_developer(
             source_label=r.hit.source,
             heading_breadcrumb=list(r.hit.metadata.get("heading_breadcrumb") or []),
             excerpt=excerpt(r.hit.text),
+            text=r.hit.text,
             score=r.hit.score,
             metadata=r.hit.metadata,
             similarity=r.similarity,
@@ -278,6 +281,7 @@ def retrieve_user(
             source_label=str(safe["safe_source_label"]),
             heading_breadcrumb=list(safe.get("heading_breadcrumb") or []),
             excerpt=excerpt(r.hit.text),
+            text=r.hit.text,
             score=r.hit.score,
             metadata=safe,
             similarity=r.similarity,

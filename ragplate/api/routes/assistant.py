@@ -1,0 +1,160 @@
+"""``/app/ai/…``: the assistant's conversations, messages and capabilities.
+
+Every route needs a bearer token of a person who is not a guest; a conversation is its
+owner's only (anyone else gets a 404). A message goes through respond() (see
+:mod:`ragplate.tasks.assistant.respond`) and its answer is returned whole, validated.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from fastapi import APIRouter, status
+from pydantic import BaseModel, Field
+
+from ragplate.api.deps import MemberDep, RuntimeDep
+from ragplate.api.errors import AUTH_RESPONSES, ERROR_RESPONSES, ErrorBody
+from ragplate.api.fields import SearchText, StrictRequest
+from ragplate.catalog.assistant import compile_policy
+from ragplate.infra.models.chat import chat_client_from_settings
+from ragplate.tasks.assistant import conversations
+from ragplate.tasks.assistant.respond import respond
+
+router = APIRouter(prefix="/app/ai", tags=["assistant"])
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    **AUTH_RESPONSES, **ERROR_RESPONSES,
+    404: {"model": ErrorBody, "description": "No such conversation of this person."}}
+
+
+class NewConversation(StrictRequest):
+    """A conversation to start; the title is optional."""
+
+    title: SearchText | None = Field(default=None, max_length=200)
+
+
+class ConversationOut(BaseModel):
+    """A conversation."""
+
+    id: str
+    title: str | None
+
+
+class Citation(BaseModel):
+    """One cited source of an answer."""
+
+    source_label: str
+    excerpt: str
+    score: float = Field(description="The source's similarity with the question.")
+
+
+class MessageOut(BaseModel):
+    """A stored message: the person's (``user``) or the validated answer (``assistant``)."""
+
+    id: str
+    role: Literal["user", "assistant"]
+    text: str
+    status: Literal["answered", "abstained", "refused"] | None
+    refusal_category: str | None
+    citations: list[Citation]
+    metadata: dict[str, Any]
+
+
+class ConversationWithMessages(ConversationOut):
+    """A conversation with its messages, oldest first."""
+
+    messages: list[MessageOut]
+
+
+class PageContext(StrictRequest):
+    """The page the person is on: ``resource`` is ``{module}/{entity}``."""
+
+    resource: SearchText | None = Field(default=None, max_length=200)
+    record_key: SearchText | None = Field(default=None, max_length=200)
+
+
+class MessageContext(StrictRequest):
+    """Where the person is in the application; only a module the index holds narrows the
+    answer's sources, and nothing here widens what the person may see."""
+
+    module: SearchText | None = Field(default=None, max_length=100)
+    page: PageContext | None = None
+
+
+class NewMessage(StrictRequest):
+    """A message to the assistant."""
+
+    # Long texts are the guardrails' to refuse (category length), with a stored refusal.
+    text: SearchText = Field(min_length=1, max_length=100_000)
+    context: MessageContext | None = None
+
+
+class Capabilities(BaseModel):
+    """What the assistant offers this person."""
+
+    profile: str
+    features: list[str]
+    actions: list[str]
+    locale: str
+    policy_version: str
+
+
+def _message(stored: Any) -> MessageOut:
+    body = stored.as_dict()
+    body.pop("created_at", None)
+    return MessageOut.model_validate(body)
+
+
+@router.post("/conversations", status_code=status.HTTP_201_CREATED,
+             response_model=ConversationOut, responses=RESPONSES)
+def create_conversation(body: NewConversation, runtime: RuntimeDep, person: MemberDep
+                        ) -> ConversationOut:
+    """Start a conversation."""
+    started = conversations.start(runtime.engine, person=person, title=body.title)
+    return ConversationOut(id=str(started.id), title=started.title)
+
+
+@router.get("/conversations", response_model=list[ConversationOut], responses=RESPONSES)
+def list_conversations(runtime: RuntimeDep, person: MemberDep) -> list[ConversationOut]:
+    """The person's newest conversations (at most 100)."""
+    return [ConversationOut(id=str(c.id), title=c.title)
+            for c in conversations.list_for(runtime.engine, person=person)]
+
+
+@router.get("/conversations/{conversation_id}", response_model=ConversationWithMessages,
+            responses=RESPONSES)
+def get_conversation(conversation_id: uuid.UUID, runtime: RuntimeDep, person: MemberDep
+                     ) -> ConversationWithMessages:
+    """A conversation with its messages."""
+    found = conversations.read(runtime.engine, person=person, conversation_id=conversation_id)
+    return ConversationWithMessages(id=str(found.id), title=found.title,
+                                    messages=[_message(m) for m in found.messages])
+
+
+@router.post("/conversations/{conversation_id}/messages", response_model=MessageOut,
+             responses=RESPONSES)
+def send_message(conversation_id: uuid.UUID, body: NewMessage, runtime: RuntimeDep,
+                 person: MemberDep) -> MessageOut:
+    """Send a message; the answer comes back whole, after the output policy: ``answered``
+    with sentence-level citations, ``abstained`` when the person's documentation holds no
+    evidence, or ``refused`` with its category."""
+    context = body.context.model_dump(exclude_none=True) if body.context else None
+    chat = chat_client_from_settings(runtime.settings)
+    try:
+        stored = respond(runtime, person=person, conversation_id=conversation_id,
+                         text_in=body.text, context=context, profile="in_app", chat=chat)
+    finally:
+        if chat is not None:
+            chat.close()
+    return _message(stored)
+
+
+@router.get("/capabilities", response_model=Capabilities, responses=RESPONSES)
+def capabilities(runtime: RuntimeDep, person: MemberDep) -> Capabilities:
+    """The profile, its features and the actions this person may take."""
+    policy = compile_policy("in_app", runtime.settings)
+    return Capabilities(profile=policy.profile.name,
+                        features=sorted(policy.profile.capabilities),
+                        actions=["conversations.create", "conversations.read",
+                                 "messages.send"],
+                        locale=person.locale, policy_version=policy.policy_version)

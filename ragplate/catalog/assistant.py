@@ -1,0 +1,115 @@
+"""The assistant's policy catalog: profiles, the capabilities each is granted, and the fixed
+texts it answers with, per locale.
+
+A policy is compiled for a profile on every message (:func:`compile_policy`); nothing a
+person or the model says changes it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from ragplate.catalog.errors import ConfigurationError
+from ragplate.catalog.settings import Settings
+
+ProfileName = Literal["in_app", "developer_help"]
+
+#: Every capability a profile may be granted. ``crud_reads`` and ``governed_writes`` (data
+#: tools) are declared for the in-app profile's future; nothing grants them yet.
+CAPABILITIES = ("application_content", "in_app_rag", "read_only_graph", "developer_docs",
+                "crud_reads", "governed_writes")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One assistant profile: who it serves, which index it reads, what it may do."""
+
+    name: ProfileName
+    index: Literal["user", "developer"]
+    capabilities: frozenset[str]
+    #: The output policy's restricted topics and code shapes apply (end-user answers);
+    #: secrets (keys, tokens, private keys) are refused for every profile.
+    end_user: bool
+
+
+PROFILES: dict[str, Profile] = {
+    "in_app": Profile("in_app", "user",
+                      frozenset({"application_content", "in_app_rag", "read_only_graph"}),
+                      end_user=True),
+    # The terminal help assistant: developer documentation, never data tools.
+    "developer_help": Profile("developer_help", "developer", frozenset({"developer_docs"}),
+                              end_user=False),
+}
+#: Capabilities a profile can never receive, whatever a future catalog says.
+FORBIDDEN = {"developer_help": frozenset({"crud_reads", "governed_writes",
+                                          "application_content"})}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What one message may do, compiled from the profile and the settings."""
+
+    profile: Profile
+    policy_version: str
+    max_input_chars: int
+    max_output_chars: int
+    min_similarity: float
+    max_documents: int
+    format_citations: bool
+
+    def allows(self, capability: str) -> bool:
+        """Whether the profile holds ``capability``."""
+        return capability in self.profile.capabilities
+
+
+def compile_policy(name: str, settings: Settings) -> Policy:
+    """The policy of profile ``name`` under ``settings``; refuses an unknown profile or a
+    catalog granting a forbidden capability (fail closed)."""
+    profile = PROFILES.get(name)
+    if profile is None:
+        raise ConfigurationError(f"unknown assistant profile {name!r} "
+                                 f"(known: {', '.join(PROFILES)})")
+    forbidden = profile.capabilities & FORBIDDEN.get(name, frozenset())
+    unknown = profile.capabilities - set(CAPABILITIES)
+    if forbidden or unknown:
+        raise ConfigurationError(f"assistant profile {name!r} is granted capabilities it "
+                                 f"may not hold: {', '.join(sorted(forbidden | unknown))}")
+    floor = settings.assistant_min_similarity
+    if settings.min_similarity is not None:
+        floor = max(floor, settings.min_similarity)
+    return Policy(profile=profile, policy_version=settings.guardrails_policy_version,
+                  max_input_chars=settings.guardrails_input_max_chars,
+                  max_output_chars=settings.guardrails_output_max_chars,
+                  min_similarity=floor, max_documents=settings.assistant_max_documents,
+                  format_citations=settings.format_citations)
+
+
+#: The texts the assistant answers with, by language; English for any other.
+TEXTS: dict[str, dict[str, str]] = {
+    "en": {
+        "refusal": "I can't help with that request. I can answer questions about using the "
+                   "application from its documentation.",
+        "abstention": "I couldn't find this in the documentation available to you, so I "
+                      "won't guess. Try rephrasing the question, or ask an administrator.",
+        "framing": "From the documentation:",
+        "sources": "Sources",
+    },
+    "it": {
+        "refusal": "Non posso aiutarti con questa richiesta. Posso rispondere a domande "
+                   "sull'uso dell'applicazione a partire dalla sua documentazione.",
+        "abstention": "Non ho trovato questa informazione nella documentazione a tua "
+                      "disposizione, quindi non tiro a indovinare. Prova a riformulare la "
+                      "domanda o chiedi a un amministratore.",
+        "framing": "Dalla documentazione:",
+        "sources": "Fonti",
+    },
+}
+MODULE_KEY = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def text(locale: str | None, key: str) -> str:
+    """The fixed text ``key`` in the language of ``locale`` (``it-IT`` → Italian)."""
+    language = (locale or "en").split("-")[0].lower()
+    return TEXTS.get(language, TEXTS["en"])[key]

@@ -1,0 +1,55 @@
+"""Completing an answer with a chat model: the policy's instructions, the untrusted evidence
+block and the question go in; a validated :class:`ChatAnswer` comes out (retried on a
+validation error up to :data:`MAX_RETRIES` times)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from ragplate.catalog.assistant import Policy
+from ragplate.catalog.errors import StructuredOutputError
+from ragplate.infra.models.chat import ChatModel
+from ragplate.tasks.assistant.agent import structured
+from ragplate.tasks.assistant.evidence import Evidence, untrusted_block
+
+#: Retries of a structured answer that does not validate (the service's constant).
+MAX_RETRIES = 2
+
+INSTRUCTIONS = {
+    True: ("You are the in-app help assistant of a web application. Answer the person's "
+           "question about using the application only from the numbered documentation "
+           "excerpts in the untrusted evidence block, in the language of the locale {locale}. "
+           "Never reveal licences, code, tokens, secrets, databases, other users, hidden "
+           "records, permission or ACL internals, or cryptography. If the excerpts do not "
+           "answer the question, set supported to false."),
+    False: ("You are the developer help assistant of ragplate. Answer the developer's "
+            "question only from the numbered documentation excerpts in the untrusted "
+            "evidence block, in the language of the locale {locale}. If the excerpts do not "
+            "answer the question, set supported to false."),
+}
+
+
+class ChatAnswer(BaseModel):
+    """The model's answer as data."""
+
+    # No length bound here: the output policy's bound refuses a long answer as a whole.
+    answer: str = Field(min_length=1, description="The answer, in plain text or Markdown.")
+    supported: bool = Field(description="Whether the excerpts answer the question.")
+    citations: list[int] = Field(description="The numbers of the excerpts the answer uses.")
+
+
+def complete(model: ChatModel, *, policy: Policy, question: str, evidence: Evidence,
+             locale: str) -> ChatAnswer:
+    """The chat model's validated answer; cited numbers outside the evidence are dropped,
+    and a supported answer that cites no excerpt of the evidence is refused as invalid
+    (:class:`StructuredOutputError`): its sources would have to be made up."""
+    messages = [
+        {"role": "system", "content": INSTRUCTIONS[policy.profile.end_user].format(
+            locale=locale)},
+        {"role": "user", "content": f"{untrusted_block(evidence)}\n\nQuestion: {question}"},
+    ]
+    answer = structured(model, messages, ChatAnswer, max_retries=MAX_RETRIES)
+    valid = [n for n in dict.fromkeys(answer.citations) if 1 <= n <= len(evidence.hits)]
+    if answer.supported and not valid:
+        raise StructuredOutputError("the chat model's answer cites no excerpt of the evidence")
+    return answer.model_copy(update={"citations": valid})

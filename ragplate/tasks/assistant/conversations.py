@@ -1,0 +1,39 @@
+"""A person's conversations: started, listed and read by their owner only (anyone else's
+reads as absent, a 404)."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.engine import Engine
+
+from ragplate.catalog.errors import NotFoundError
+from ragplate.catalog.people import Person
+from ragplate.infra import conversations as store
+from ragplate.infra.conversations import Conversation
+
+MAX_TITLE_CHARS = 200
+
+
+def start(engine: Engine, *, person: Person, title: str | None = None) -> Conversation:
+    """A new conversation of ``person``."""
+    if title is not None:
+        title = " ".join(title.split())[:MAX_TITLE_CHARS] or None
+    with engine.begin() as conn:
+        return store.insert_conversation(conn, user_id=person.id, title=title)
+
+
+def read(engine: Engine, *, person: Person, conversation_id: uuid.UUID) -> Conversation:
+    """``person``'s conversation with its messages; :class:`NotFoundError` otherwise."""
+    with engine.connect() as conn:
+        found = store.owned_conversation(conn, user_id=person.id,
+                                         conversation_id=conversation_id, with_messages=True)
+    if found is None:
+        raise NotFoundError("no such conversation")
+    return found
+
+
+def list_for(engine: Engine, *, person: Person) -> list[Conversation]:
+    """``person``'s newest conversations."""
+    with engine.connect() as conn:
+        return store.list_conversations(conn, user_id=person.id)

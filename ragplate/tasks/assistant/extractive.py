@@ -1,0 +1,109 @@
+"""The extractive answerer: the answer is made of the evidence's own sentences, each citing
+its source, in the person's language's framing. No model writes a word of it.
+
+Sentences are taken from the prose of the evidence (headings, code, tables and list
+markers left out), scored by the question's words they hold (each word weighed by how rare
+it is among the evidence's sentences, stems in the evidence's language) plus a little for
+their source's rank, and the best few are kept in their sources' order. A question none of
+whose words any sentence holds gets no answer: the evidence does not support one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from ragplate.catalog.text_search import language
+from ragplate.infra.stores.lexical import tokens
+from ragplate.tasks.retrieval.documentation import Hit
+
+#: Sentences an answer holds at most, and sources it cites at most.
+MAX_SENTENCES = 3
+MAX_SOURCES = 3
+#: A sentence shorter than this many words reads as a fragment; longer is a wall of text.
+MIN_WORDS, MAX_WORDS = 4, 70
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-ZÀ-Ý0-9`])")
+_FENCE = re.compile(r"^\s*(```|~~~).*?^\s*(```|~~~)\s*$", re.MULTILINE | re.DOTALL)
+_MARKUP = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|\[([^\]]+)\]\([^)]+\)")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence of the answer and the citation (1-based) of its source."""
+
+    text: str
+    citation: int
+
+
+@dataclass(frozen=True)
+class Extract:
+    """The chosen sentences and the hits they cite, in citation order."""
+
+    sentences: list[Sentence]
+    cited: list[Hit]
+
+
+def prose_sentences(text: str) -> list[str]:
+    """The sentences of a chunk's prose: no headings, code blocks, tables or bare list
+    markers; Markdown emphasis and links reduced to their words."""
+    text = _FENCE.sub(" ", text)
+    kept: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if (not stripped or stripped.startswith(("#", "|", ">", "<!--", "---"))
+                or stripped.count("`") >= 4):
+            kept.append("\n")
+            continue
+        stripped = re.sub(r"^([-*+]|\d+[.)])\s+", "", stripped)
+        kept.append(_MARKUP.sub(lambda m: m.group(1) or "", stripped))
+    paragraphs = re.split(r"\n\s*\n|\n(?=\S)", " ".join(kept).replace(" \n ", "\n\n"))
+    sentences = []
+    for paragraph in paragraphs:
+        for sentence in _SENTENCE_END.split(" ".join(paragraph.split())):
+            words = len(sentence.split())
+            if MIN_WORDS <= words <= MAX_WORDS and sentence[-1:] in ".!?:)":
+                sentences.append(sentence.strip())
+    return sentences
+
+
+def extract(question: str, hits: list[Hit], *, locale: str | None) -> Extract:
+    """The best sentences of ``hits`` for ``question`` (none when no sentence holds a word
+    of the question)."""
+    candidates: list[tuple[int, int, str, set[str]]] = []  # hit rank, position, text, terms
+    for rank, hit in enumerate(hits[:MAX_SOURCES]):
+        name = language(str(hit.metadata.get("locale") or locale or ""))
+        for position, sentence in enumerate(prose_sentences(hit.text or hit.excerpt)):
+            candidates.append((rank, position, sentence, set(tokens(sentence, name))))
+    if not candidates:
+        return Extract([], [])
+    names = {language(locale)} | {language(str(h.metadata.get("locale") or ""))
+                                  for h in hits[:MAX_SOURCES]}
+    asked = {term for name in names for term in tokens(question, name)}
+    frequency = Counter(term for *_, terms in candidates for term in terms)
+    total = len(candidates)
+
+    def score(candidate: tuple[int, int, str, set[str]]) -> float:
+        rank, position, _text, terms = candidate
+        held = asked & terms
+        weight = sum(math.log(1 + total / frequency[t]) for t in held)
+        return weight - 0.15 * rank - 0.02 * position
+
+    scored = [(score(c), c) for c in candidates if asked & c[3]]
+    if not scored:
+        return Extract([], [])
+    best = sorted(scored, key=lambda sc: (-sc[0], sc[1][0], sc[1][1]))[:MAX_SENTENCES]
+    chosen = sorted((c for _s, c in best), key=lambda c: (c[0], c[1]))
+    order: list[int] = []
+    for rank, *_ in chosen:
+        if rank not in order:
+            order.append(rank)
+    sentences = [Sentence(text, order.index(rank) + 1) for rank, _p, text, _t in chosen]
+    return Extract(sentences, [hits[rank] for rank in order])
+
+
+def compose(extract: Extract, *, framing: str) -> str:
+    """The answer text: the framing line, then each sentence with its citation mark."""
+    body = " ".join(f"{s.text} [{s.citation}]" for s in extract.sentences)
+    return f"{framing}\n\n{body}"

@@ -1,0 +1,193 @@
+"""respond(): the one path every message to the assistant takes.
+
+In order: compile the policy for the profile → screen the input (refused: a fixed localised
+refusal with its category) → resolve the scope (server-owned) → retrieve documentation for
+that scope (the user index with the person's audience, tenant, permissions and locale; the
+developer index for ``developer_help``) keeping what reaches the evidence floor → build and
+screen the evidence (nothing left: the localised abstention) → complete the answer (the
+extractive answerer, or the chat model when one is configured) → the output policy on the
+whole answer (a violation: a refusal) → store the person's message and the answer in one
+transaction → return the answer. Stateless per message: no earlier turn is read.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ragplate.catalog.assistant import Policy, compile_policy, text
+from ragplate.catalog.errors import ChatModelError, NotFoundError, StructuredOutputError
+from ragplate.catalog.people import Person
+from ragplate.infra.conversations import StoredMessage, insert_message, owned_conversation
+from ragplate.infra.models.chat import ChatModel
+from ragplate.infra.stores.pg_sources import indexed_modules
+from ragplate.tasks.assistant.agent import AgentLoopError
+from ragplate.tasks.assistant.completion import ChatAnswer, complete
+from ragplate.tasks.assistant.evidence import build_evidence
+from ragplate.tasks.assistant.extractive import compose, extract
+from ragplate.tasks.assistant.output_policy import check_output
+from ragplate.tasks.assistant.scope import Scope, resolve_scope
+from ragplate.tasks.assistant.screening import screen
+from ragplate.tasks.retrieval.documentation import (
+    Hit,
+    excerpt,
+    retrieve_developer,
+    retrieve_user,
+)
+
+if TYPE_CHECKING:
+    from ragplate.infra.runtime import Runtime
+
+logger = logging.getLogger("ragplate.assistant")
+
+
+@dataclass
+class Turn:
+    """What one message produced, before it is stored."""
+
+    status: str
+    text: str
+    refusal_category: str | None = None
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _citations(hits: list[Hit]) -> list[dict[str, Any]]:
+    return [{"source_label": h.source_label, "excerpt": excerpt(h.text or h.excerpt, 300),
+             "score": round(h.similarity, 6)} for h in hits]
+
+
+def _sources_block(hits: list[Hit], locale: str) -> str:
+    lines = [f"[{n}] {h.source_label}" for n, h in enumerate(hits, 1)]
+    return f"\n\n{text(locale, 'sources')}:\n" + "\n".join(lines)
+
+
+def _refused(locale: str, category: str, rule: str | None, **metadata: Any) -> Turn:
+    return Turn("refused", text(locale, "refusal"), category,
+                metadata={"rule": rule, **metadata})
+
+
+def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
+                context: Mapping[str, Any] | None, profile: str,
+                chat: ChatModel | None = None) -> Turn:
+    """Everything respond() decides for one message, without storing it."""
+    started = time.perf_counter()
+    policy = compile_policy(profile, runtime.settings)
+    locale = person.locale
+    base: dict[str, Any] = {"profile": policy.profile.name,
+                            "policy_version": policy.policy_version}
+    verdict = screen(text_in, max_chars=policy.max_input_chars)
+    screened = time.perf_counter()
+    if not verdict.allowed:
+        return _refused(locale, str(verdict.category), verdict.rule, **base)
+    scope = resolve_scope(policy, context, lambda: _known_modules(runtime, policy))
+    hits = _retrieve(runtime, policy, person, scope, text_in)
+    retrieved = time.perf_counter()
+    evidence = build_evidence(hits)
+    meta = {**base, "scope": scope.as_dict(), "retrieved": len(hits),
+            "evidence_withheld": evidence.withheld}
+    turn = _complete(policy, locale, text_in, evidence.hits, meta, evidence, chat)
+    if turn.status == "answered":
+        checked = check_output(turn.text, end_user=policy.profile.end_user,
+                               max_chars=policy.max_output_chars)
+        if not checked.allowed:
+            turn = _refused(locale, str(checked.category), checked.rule,
+                            **{k: v for k, v in turn.metadata.items() if k != "sentences"})
+    done = time.perf_counter()
+    turn.metadata["latency_ms"] = {
+        "screening": round((screened - started) * 1000, 2),
+        "retrieval": round((retrieved - screened) * 1000, 2),
+        "total": round((done - started) * 1000, 2)}
+    return turn
+
+
+def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
+              meta: dict[str, Any], evidence: Any, chat: ChatModel | None) -> Turn:
+    abstain = Turn("abstained", text(locale, "abstention"), metadata={**meta})
+    if not hits:
+        return abstain
+    reply: ChatAnswer | None = None
+    if chat is not None:
+        try:
+            reply = complete(chat, policy=policy, question=question, evidence=evidence,
+                             locale=locale)
+        except (ChatModelError, StructuredOutputError, AgentLoopError) as exc:
+            # A configured model that fails degrades the answer to the extractive one, and
+            # says so; it never fails the message.
+            logger.warning("chat model failed (%s): answering extractively",
+                           exc.__class__.__name__)
+            meta = {**meta, "degraded_reason": "chat_unavailable"
+                    if isinstance(exc, ChatModelError) else "chat_invalid_answer"}
+    if reply is None:
+        chosen = extract(question, hits, locale=locale)
+        if not chosen.sentences:
+            return abstain
+        answer = compose(chosen, framing=text(locale, "framing"))
+        cited = chosen.cited
+        meta = {**meta, "answerer": "extractive", "sentences": [
+            {"text": s.text, "citation": s.citation} for s in chosen.sentences]}
+    else:
+        if not reply.supported:
+            return Turn("abstained", text(locale, "abstention"),
+                        metadata={**meta, "answerer": "chat"})
+        cited = [hits[n - 1] for n in reply.citations]
+        answer, meta = reply.answer.strip(), {**meta, "answerer": "chat"}
+    if policy.format_citations:
+        answer += _sources_block(cited, locale)
+    return Turn("answered", answer, citations=_citations(cited), metadata=meta)
+
+
+def _retrieve(runtime: Runtime, policy: Policy, person: Person, scope: Scope,
+              question: str) -> list[Hit]:
+    profile = runtime.active_profile()
+    store = runtime.store(policy.profile.index, profile)
+    embedder = runtime.embedder(profile)
+    settings = runtime.settings
+    if policy.profile.index == "user":
+        return retrieve_user(question, store=store, embedder=embedder,
+                             access=person.access(scope_module=scope.module),
+                             policy=runtime.policy, top_k=policy.max_documents,
+                             min_score=policy.min_similarity, strategy=settings.docs_retrieval,
+                             rrf_k=settings.docs_rrf_k)
+    return retrieve_developer(question, store=store, embedder=embedder,
+                              top_k=policy.max_documents, min_score=policy.min_similarity,
+                              strategy=settings.docs_retrieval, rrf_k=settings.docs_rrf_k)
+
+
+def _known_modules(runtime: Runtime, policy: Policy) -> set[str] | None:
+    """The modules of the profile's index; ``None`` (any module key) for a store that does
+    not list them."""
+    if runtime.settings.vector_store != "pgvector":
+        return None
+    with runtime.engine.connect() as conn:
+        return indexed_modules(conn, policy.profile.index, runtime.active_profile().key)
+
+
+def respond(runtime: Runtime, *, person: Person, conversation_id: uuid.UUID, text_in: str,
+            context: Mapping[str, Any] | None = None, profile: str = "in_app",
+            chat: ChatModel | None = None) -> StoredMessage:
+    """Answer one message of ``person`` in their conversation and store both; another
+    person's conversation (or none) is a :class:`NotFoundError`."""
+    with runtime.engine.connect() as conn:
+        if owned_conversation(conn, user_id=person.id, conversation_id=conversation_id) is None:
+            raise NotFoundError("no such conversation")
+    turn = answer_turn(runtime, person=person, text_in=text_in, context=context,
+                       profile=profile, chat=chat)
+    with runtime.engine.begin() as conn:
+        # Locked, so two messages of one conversation are stored one after the other, and
+        # a conversation deleted meanwhile is not written to.
+        if owned_conversation(conn, user_id=person.id, conversation_id=conversation_id,
+                              for_update=True) is None:
+            raise NotFoundError("no such conversation")
+        insert_message(conn, conversation_id=conversation_id, role="user", text=text_in)
+        stored = insert_message(conn, conversation_id=conversation_id, role="assistant",
+                                text=turn.text, status=turn.status,
+                                refusal_category=turn.refusal_category,
+                                citations=turn.citations, metadata=turn.metadata)
+    if turn.status == "refused":
+        logger.info("assistant turn refused: category %s", turn.refusal_category)
+    return stored

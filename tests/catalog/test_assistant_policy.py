@@ -1,0 +1,72 @@
+"""The assistant's policy catalog and the output policy's rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragplate.catalog import assistant
+from ragplate.catalog.assistant import FORBIDDEN, PROFILES, Profile, compile_policy, text
+from ragplate.catalog.errors import ConfigurationError
+from ragplate.catalog.output_policy import END_USER_RULES, SECRET_RULES
+from ragplate.catalog.settings import Settings
+from ragplate.tasks.assistant.output_policy import check_output
+
+
+def test_each_profile_compiles_with_its_index_and_capabilities(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(home=tmp_path)
+    in_app = compile_policy("in_app", settings)
+    developer = compile_policy("developer_help", settings)
+
+    assert in_app.profile.index == "user" and in_app.profile.end_user
+    assert in_app.allows("in_app_rag") and not in_app.allows("governed_writes")
+    assert developer.profile.index == "developer" and not developer.profile.end_user
+    assert not developer.allows("crud_reads") and not developer.allows("application_content")
+    assert in_app.min_similarity == 0.82
+
+
+def test_the_stricter_floor_wins(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    assert compile_policy("in_app", Settings(home=tmp_path, min_similarity=0.9)
+                          ).min_similarity == 0.9
+    assert compile_policy("in_app", Settings(home=tmp_path, min_similarity=0.5)
+                          ).min_similarity == 0.82
+
+
+def test_an_unknown_profile_or_a_forbidden_grant_fails_closed(
+    tmp_path, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    settings = Settings(home=tmp_path)
+    with pytest.raises(ConfigurationError, match="unknown assistant profile 'guest'"):
+        compile_policy("guest", settings)
+    widened = Profile("developer_help", "developer", frozenset({"developer_docs",
+                                                               "governed_writes"}), False)
+    monkeypatch.setitem(assistant.PROFILES, "developer_help", widened)
+    with pytest.raises(ConfigurationError, match="governed_writes"):
+        compile_policy("developer_help", settings)
+    assert "governed_writes" in FORBIDDEN["developer_help"]
+    assert set(PROFILES) == {"in_app", "developer_help"}
+
+
+@pytest.mark.parametrize(("locale", "start"), [("en", "I can't"), ("it", "Non posso"),
+                                               ("it-IT", "Non posso"), ("fr", "I can't"),
+                                               (None, "I can't")])
+def test_fixed_texts_follow_the_language(locale: str | None, start: str) -> None:
+    assert text(locale, "refusal").startswith(start)
+
+
+@pytest.mark.parametrize("rule", SECRET_RULES + END_USER_RULES, ids=lambda r: r.id)
+def test_each_output_rule_refuses_its_example_and_allows_its_look_alike(rule) -> None:  # type: ignore[no-untyped-def]
+    blocked = check_output(rule.blocked, end_user=True, max_chars=4000)
+
+    assert (blocked.allowed, blocked.category, blocked.rule) == (False, rule.category, rule.id)
+    assert check_output(rule.benign, end_user=True, max_chars=4000).allowed
+
+
+def test_developer_answers_may_hold_code_but_never_secrets() -> None:
+    for rule in END_USER_RULES:
+        assert check_output(rule.blocked, end_user=False, max_chars=4000).allowed, rule.id
+    for rule in SECRET_RULES:
+        assert not check_output(rule.blocked, end_user=False, max_chars=4000).allowed
+
+
+def test_the_output_length_bound() -> None:
+    assert check_output("a" * 101, end_user=True, max_chars=100).category == "output_length"

@@ -1,0 +1,56 @@
+"""The extractive answerer on literal evidence: prose sentences only, the question's words
+decide, each sentence cites its source."""
+
+from __future__ import annotations
+
+from ragplate.tasks.assistant.extractive import compose, extract, prose_sentences
+from ragplate.tasks.assistant.scope import requested_module
+from ragplate.tasks.retrieval.documentation import Hit
+
+
+def hit(label: str, text: str, similarity: float = 0.9) -> Hit:
+    return Hit(label, [], text[:600], similarity, {"locale": "en"}, similarity, text)
+
+
+def test_prose_sentences_leave_out_headings_code_tables_and_markers() -> None:
+    text = ("# Title\n\nThe first sentence explains the **feature** in words. A second one "
+            "follows it here.\n\n```bash\nragplate index-docs --full\n```\n\n| a | b |\n|---|---|\n"
+            "\n- A list item that is long enough to count.\n- Short.\n\nSee [the guide](x.md) "
+            "for more about it.")
+
+    assert prose_sentences(text) == [
+        "The first sentence explains the feature in words.", "A second one follows it here.",
+        "A list item that is long enough to count.", "See the guide for more about it."]
+
+
+def test_the_sentences_holding_the_questions_words_are_chosen_and_cited() -> None:
+    hits = [hit("Exports", "Exports run every night at two. An export file is a CSV with one "
+                "row per record. Old export files are deleted after a week."),
+            hit("Imports", "An import reads a CSV file and maps each column to a field. "
+                "Columns you ignore are skipped during the import.", 0.85)]
+
+    chosen = extract("How do I skip a column during the import?", hits, locale="en")
+
+    first = chosen.sentences[0]
+    assert first.text == "An import reads a CSV file and maps each column to a field."
+    assert chosen.cited[first.citation - 1].source_label == "Imports"
+    assert "Exports run every night at two." not in [s.text for s in chosen.sentences]
+    text = compose(chosen, framing="From the documentation:")
+    assert text.startswith("From the documentation:\n\n")
+    for sentence in chosen.sentences:
+        assert f"{sentence.text} [{sentence.citation}]" in text
+        assert sentence.text in chosen.cited[sentence.citation - 1].text
+
+
+def test_no_shared_word_means_no_answer() -> None:
+    chosen = extract("Quando è la finale del campionato?", [
+        hit("Exports", "Exports run every night at two in the morning.")], locale="it")
+
+    assert chosen.sentences == [] and chosen.cited == []
+
+
+def test_the_context_module_is_read_from_the_module_or_the_page() -> None:
+    assert requested_module({"module": "cms"}) == "cms"
+    assert requested_module({"page": {"resource": "sao/tickets"}}) == "sao"
+    assert requested_module({"page": {"resource": "nothing"}}) is None
+    assert requested_module({"module": 7}) is None and requested_module(None) is None
