@@ -1,7 +1,8 @@
 """``ragplate bench assistant``: the input guardrails' figures per class and locale on every
-screening dataset (a development dataset's tuning and test parts apart), their latency per
-message, and respond()'s latency on the extractive default (the real model and PostgreSQL,
-ragplate's docs/ in the user index of a scratch home)."""
+screening dataset, by the rules alone and with the bundled intent model (a dataset it was
+trained on is named so: its figures are not a measure of what it does on new messages),
+their latency per message, and respond()'s latency on the extractive default (the real
+model and PostgreSQL, ragplate's docs/ in the user index of a scratch home)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
 from ragplate.bench.scratch import scratch_home, write_figures
+from ragplate.catalog.intent_model import IntentModel
 from ragplate.tasks.assistant.screening import screen
 from ragplate.tasks.assistant.screening_metrics import Screened, latency, screening_figures
-from ragplate.tasks.evaluation.dataset_files import TEST_SHARE, held_out
 
 #: Questions respond() is timed on (answered and abstained alike), each asked REPEAT times.
 QUESTIONS = ("How do I ask the help assistant a good question?",
@@ -30,25 +32,28 @@ REPEAT = 10
 MAX_CHARS = 4000
 
 
-def _parts(path: Path) -> dict[str, list[dict[str, Any]]]:
+def _parts(path: Path, trained_on: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     cases = json.loads(path.read_text(encoding="utf-8"))["cases"]
-    if not path.name.startswith("assistant-screening"):
-        return {path.stem: cases}
-    test = held_out([c["id"] for c in cases], TEST_SHARE)
-    return {f"{path.stem} (tuning)": [c for c in cases if c["id"] not in test],
-            f"{path.stem} (test)": [c for c in cases if c["id"] in test]}
+    return {f"{path.stem} (trained on)" if path.name in trained_on else path.stem: cases}
 
 
-def _screened(cases: Sequence[dict[str, Any]]) -> tuple[list[Screened], list[float]]:
+def _screened(cases: Sequence[dict[str, Any]], intent: IntentModel | None = None,
+              vectors: dict[str, np.ndarray] | None = None
+              ) -> tuple[list[Screened], list[float]]:
+    """Each case's verdict by the rules (and the intent model on its vector, when given),
+    and the time of the rules plus the model, the embedding left out."""
     results, times = [], []
     for case in cases:
         started = time.perf_counter()
         verdict = screen(case["query"], max_chars=MAX_CHARS)
+        blocked = not verdict.allowed
+        if not blocked and intent is not None and vectors is not None:
+            vector = vectors[case["query"]]
+            blocked = intent.attack_score(vector) > intent.threshold
         times.append((time.perf_counter() - started) * 1000)
         slices = case.get("slices") or ["?"]
         cls = slices[1] if len(slices) > 1 else slices[0]
-        results.append(Screened(bool(case["expect_refusal"]), cls, case["locale"],
-                                not verdict.allowed))
+        results.append(Screened(bool(case["expect_refusal"]), cls, case["locale"], blocked))
     return results, times
 
 
@@ -89,20 +94,49 @@ def _respond_latency(docs: Path) -> dict[str, Any]:
         return {**latency(times), "statuses": statuses}
 
 
+def _embedded(parts: dict[str, list[dict[str, Any]]]) -> tuple[dict[str, np.ndarray],
+                                                                 list[float], str]:
+    from ragplate.catalog.profiles import get_profile
+    from ragplate.catalog.settings import DEFAULT_PROFILE, Settings
+    from ragplate.infra.models import make_embedder
+
+    embedder = make_embedder(get_profile(DEFAULT_PROFILE), Settings())
+    embedder.embed_query("warm up")
+    vectors, times = {}, []
+    for cases in parts.values():
+        for case in cases:
+            started = time.perf_counter()
+            vectors[case["query"]] = embedder.embed_query(case["query"])
+            times.append((time.perf_counter() - started) * 1000)
+    return vectors, times, embedder.profile.key
+
+
 def run(*, datasets: Sequence[Path], docs: Path, output: Path) -> dict[str, Any]:
     """Measure, print and write the figures."""
-    figures: dict[str, Any] = {"screening": {}, "screening_latency": {}}
-    all_times: list[float] = []
-    for path in datasets:
-        for name, cases in _parts(path).items():
+    from ragplate.catalog.profiles import get_profile
+    from ragplate.catalog.settings import DEFAULT_PROFILE
+    from ragplate.infra import intent_models
+
+    intent = intent_models.load(Path("/nonexistent"), get_profile(DEFAULT_PROFILE).key)
+    trained_on = intent.trained_on.get("files", []) if intent is not None else []
+    parts = {name: cases for path in datasets
+             for name, cases in _parts(path, trained_on).items()}
+    vectors, embed_times, _model_key = _embedded(parts)
+    figures: dict[str, Any] = {"screening_rules": {}, "screening": {},
+                               "intent_model": None if intent is None else intent.trained_on}
+    rules_times: list[float] = []
+    both_times: list[float] = []
+    for _ in range(10):  # the latency of many passes, not of a cold first one
+        for name, cases in parts.items():
             results, times = _screened(cases)
+            figures["screening_rules"][name] = screening_figures(results)
+            rules_times += times
+            results, times = _screened(cases, intent, vectors)
             figures["screening"][name] = screening_figures(results)
-            all_times += times
-    for _ in range(9):  # the latency of many passes, not of a cold first one
-        for path in datasets:
-            for cases in _parts(path).values():
-                all_times += _screened(cases)[1]
-    figures["screening_latency"] = latency(all_times)
+            both_times += times
+    figures["screening_latency"] = {"rules": latency(rules_times),
+                                    "rules_and_intent_model": latency(both_times),
+                                    "question_embedding": latency(embed_times)}
     figures["respond_latency"] = _respond_latency(docs)
     write_figures(output, figures)
     _print(figures)
@@ -110,11 +144,25 @@ def run(*, datasets: Sequence[Path], docs: Path, output: Path) -> dict[str, Any]
 
 
 def _print(figures: dict[str, Any]) -> None:
-    console = Console()
-    table = Table(title="input guardrails: attacks blocked / benign allowed")
+    console = Console(width=150)
+    for key, title in (("screening_rules", "rules only"),
+                       ("screening", "rules and the intent model")):
+        _table(console, figures[key], title)
+    lat = figures["screening_latency"]
+    for key in ("rules", "rules_and_intent_model", "question_embedding"):
+        s = lat[key]
+        console.print(f"{key.replace('_', ' ')} per message: p50 {s['p50_ms']} ms, "
+                      f"p95 {s['p95_ms']} ms, max {s['max_ms']} ms over {s['runs']} runs")
+    r = figures["respond_latency"]
+    console.print(f"respond() extractive: p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms, "
+                  f"max {r['max_ms']} ms over {r['runs']} runs {r['statuses']}")
+
+
+def _table(console: Console, screening: dict[str, Any], title: str) -> None:
+    table = Table(title=f"input guardrails ({title}): attacks blocked / benign allowed")
     for column in ("dataset", "slice", "attacks blocked", "benign allowed"):
         table.add_column(column)
-    for name, data in figures["screening"].items():
+    for name, data in screening.items():
         keys = sorted(set(data["attacks_blocked"]) | set(data["benign_allowed"]),
                       key=lambda k: (k != "all", k.count("/"), k))
         for key in keys:
@@ -124,8 +172,3 @@ def _print(figures: dict[str, Any]) -> None:
                 cells.append(f"{f['correct']}/{f['cases']} = {f['rate']:.3f}" if f else "–")
             table.add_row(name, key, *cells)
     console.print(table)
-    s, r = figures["screening_latency"], figures["respond_latency"]
-    console.print(f"guardrails per message: p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms, "
-                  f"max {s['max_ms']} ms over {s['runs']} runs")
-    console.print(f"respond() extractive: p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms, "
-                  f"max {r['max_ms']} ms over {r['runs']} runs {r['statuses']}")

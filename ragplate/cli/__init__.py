@@ -19,6 +19,7 @@ from ragplate.cli import (
     docs,
     embeddings,
     evaluate,
+    guardrails,
     search,
     servers,
     services,
@@ -55,7 +56,7 @@ app = typer.Typer(
 )
 # One way of adding commands: every module attaches its own with ``register(app)``.
 for module in (docs, sources, services, embeddings, db, bench, servers, demo, evaluate, tuning,
-               search, users):
+               search, users, guardrails):
     module.register(app)
 
 err_console = Console(stderr=True)

@@ -135,9 +135,8 @@ def retrieval(
 def assistant(
     dataset: Annotated[
         list[Path] | None,
-        typer.Option(help="Screening dataset (repeatable; default: datasets/"
-                     "assistant-screening.json, whose tuning and test parts count apart, and "
-                     "the public assistant-injection.json)."),
+        typer.Option(help="Screening dataset (repeatable; default: the screening datasets "
+                     "under datasets/ and the public assistant-injection.json)."),
     ] = None,
     docs: Annotated[Path, typer.Option(help="Documentation whose user pages respond() "
                                        "answers from.")] = BUNDLED_DOCS,
@@ -153,7 +152,7 @@ def assistant(
     """
     from ragplate.bench.assistant import run
 
-    datasets = dataset or [PROJECT_ROOT / "datasets" / "assistant-screening.json",
+    datasets = dataset or [*sorted((PROJECT_ROOT / "datasets").glob("assistant-screening*.json")),
                            DEFAULT_DATASETS / "assistant-injection.json"]
     run(datasets=datasets, docs=docs, output=output)
 

@@ -23,15 +23,16 @@ from ragplate.catalog.assistant import Policy, compile_policy, text
 from ragplate.catalog.errors import ChatModelError, NotFoundError, StructuredOutputError
 from ragplate.catalog.people import Person
 from ragplate.infra.conversations import StoredMessage, insert_message, owned_conversation
+from ragplate.infra.models.base import Embedder
 from ragplate.infra.models.chat import ChatModel
 from ragplate.infra.stores.pg_sources import indexed_modules
 from ragplate.tasks.assistant.agent import AgentLoopError
 from ragplate.tasks.assistant.completion import ChatAnswer, complete
 from ragplate.tasks.assistant.evidence import build_evidence
 from ragplate.tasks.assistant.extractive import compose, extract
+from ragplate.tasks.assistant.guard import RememberingEmbedder, screen_message
 from ragplate.tasks.assistant.output_policy import check_output
 from ragplate.tasks.assistant.scope import Scope, resolve_scope
-from ragplate.tasks.assistant.screening import screen
 from ragplate.tasks.retrieval.documentation import (
     Hit,
     excerpt,
@@ -80,12 +81,14 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
     locale = person.locale
     base: dict[str, Any] = {"profile": policy.profile.name,
                             "policy_version": policy.policy_version}
-    verdict = screen(text_in, max_chars=policy.max_input_chars)
+    embedder = RememberingEmbedder(runtime.embedder(runtime.active_profile()))
+    verdict = screen_message(runtime, text_in, max_chars=policy.max_input_chars,
+                             embedder=embedder)
     screened = time.perf_counter()
     if not verdict.allowed:
         return _refused(locale, str(verdict.category), verdict.rule, **base)
     scope = resolve_scope(policy, context, lambda: _known_modules(runtime, policy))
-    hits = _retrieve(runtime, policy, person, scope, text_in)
+    hits = _retrieve(runtime, policy, person, scope, text_in, embedder)
     retrieved = time.perf_counter()
     evidence = build_evidence(hits)
     meta = {**base, "scope": scope.as_dict(), "retrieved": len(hits),
@@ -99,7 +102,7 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
                             **{k: v for k, v in turn.metadata.items() if k != "sentences"})
     done = time.perf_counter()
     turn.metadata["latency_ms"] = {
-        "screening": round((screened - started) * 1000, 2),
+        "screening": round((screened - started) * 1000, 2),  # the question's embedding included
         "retrieval": round((retrieved - screened) * 1000, 2),
         "total": round((done - started) * 1000, 2)}
     return turn
@@ -142,10 +145,8 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
 
 
 def _retrieve(runtime: Runtime, policy: Policy, person: Person, scope: Scope,
-              question: str) -> list[Hit]:
-    profile = runtime.active_profile()
-    store = runtime.store(policy.profile.index, profile)
-    embedder = runtime.embedder(profile)
+              question: str, embedder: Embedder) -> list[Hit]:
+    store = runtime.store(policy.profile.index, embedder.profile)
     settings = runtime.settings
     if policy.profile.index == "user":
         return retrieve_user(question, store=store, embedder=embedder,

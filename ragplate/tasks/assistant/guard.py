@@ -1,0 +1,60 @@
+"""The whole input screening of a message: the pattern rules (:mod:`.screening`), then the
+intent model of the serving embedding model (:mod:`.intent`), on the vector the retrieval
+uses anyway (embedded once, see :class:`RememberingEmbedder`).
+
+Without an intent model for the serving model (another profile, not trained yet) the rules
+alone decide, and the verdict says so (``intent_model: false`` in a message's metadata).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ragplate.catalog.profiles import EmbeddingProfile
+from ragplate.infra import intent_models
+from ragplate.infra.models.base import Embedder
+from ragplate.tasks.assistant.screening import Verdict, screen
+
+if TYPE_CHECKING:
+    from ragplate.infra.runtime import Runtime
+
+INTENT_RULE = "intent-model"
+
+
+class RememberingEmbedder:
+    """An embedder that embeds a query once: the guardrails and the retrieval read the same
+    vector."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.profile: EmbeddingProfile = inner.profile
+        self._last: tuple[str, np.ndarray] | None = None
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """As the wrapped embedder."""
+        return self.inner.embed_passages(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The wrapped embedder's vector, computed once per consecutive text."""
+        if self._last is None or self._last[0] != text:
+            self._last = (text, self.inner.embed_query(text))
+        return self._last[1]
+
+
+def screen_message(runtime: Runtime, text: str, *, max_chars: int | None = None,
+                   embedder: Embedder | None = None) -> Verdict:
+    """The rules' verdict, then the intent model's when the rules allowed the message."""
+    verdict = screen(text, max_chars=max_chars)
+    if not verdict.allowed:
+        return verdict
+    profile = runtime.active_profile()
+    model = intent_models.load(runtime.settings.home, profile.key)
+    if model is None:
+        return verdict
+    vector = (embedder or runtime.embedder(profile)).embed_query(text)
+    if model.attack_score(vector) > model.threshold:
+        return Verdict(False, model.category(vector), INTENT_RULE)
+    return verdict
