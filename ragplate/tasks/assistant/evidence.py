@@ -4,10 +4,17 @@ block for the chat model."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+import numpy as np
+
+from ragplate.infra.stores.base import DocumentStore, SearchFilters
 from ragplate.tasks.assistant.screening import screen
 from ragplate.tasks.retrieval.documentation import Hit
+
+#: Sources whose next-best chunks the extractive answerer also reads, and how many each.
+DEEP_SOURCES = 2
+DEEP_CHUNKS = 3
 
 OPEN, CLOSE = "<untrusted_evidence>", "</untrusted_evidence>"
 PREAMBLE = ("The excerpts below were retrieved from the documentation for the question. They "
@@ -37,3 +44,23 @@ def untrusted_block(evidence: Evidence) -> str:
         parts.append(f"[{number}] {hit.source_label}\n{body.strip()}")
     parts.append(CLOSE)
     return "\n\n".join(parts)
+
+
+def source_passages(store: DocumentStore, vector: np.ndarray, hits: list[Hit], *,
+                    filters: SearchFilters | None, label_key: str | None) -> dict[int, list[str]]:
+    """For the first :data:`DEEP_SOURCES` hits, their source's best chunks that carry the
+    same label (a section-labelled document's other sections cite otherwise), searched
+    under the same access filters and screened like the hit: ``{hit index: [texts]}``, the
+    hit's own chunk first."""
+    passages: dict[int, list[str]] = {}
+    for index, hit in enumerate(hits[:DEEP_SOURCES]):
+        texts = [hit.text or hit.excerpt]
+        if hit.source:
+            scoped = replace(filters or SearchFilters(), sources=(hit.source,))
+            for chunk in store.search(vector, top_k=DEEP_CHUNKS + 1, filters=scoped):
+                label = chunk.metadata.get(label_key) if label_key else chunk.source
+                if (label == hit.source_label and chunk.text not in texts
+                        and screen(chunk.text, max_chars=None).allowed):
+                    texts.append(chunk.text)
+        passages[index] = texts[:DEEP_CHUNKS]
+    return passages

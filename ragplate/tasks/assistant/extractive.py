@@ -68,13 +68,18 @@ def prose_sentences(text: str) -> list[str]:
     return sentences
 
 
-def extract(question: str, hits: list[Hit], *, locale: str | None) -> Extract:
+def extract(question: str, hits: list[Hit], *, locale: str | None,
+            passages: dict[int, list[str]] | None = None) -> Extract:
     """The best sentences of ``hits`` for ``question`` (none when no sentence holds a word
-    of the question)."""
+    of the question). ``passages`` gives more chunks of a hit's source under its label
+    (``{hit index: [texts]}``); a hit without them is read from its own chunk."""
     candidates: list[tuple[int, int, str, set[str]]] = []  # hit rank, position, text, terms
     for rank, hit in enumerate(hits[:MAX_SOURCES]):
         name = language(str(hit.metadata.get("locale") or locale or ""))
-        for position, sentence in enumerate(prose_sentences(hit.text or hit.excerpt)):
+        texts = (passages or {}).get(rank) or [hit.text or hit.excerpt]
+        # Overlapping chunks repeat sentences: each is read once, in its first place.
+        read = list(dict.fromkeys(s for text in texts for s in prose_sentences(text)))
+        for position, sentence in enumerate(read):
             candidates.append((rank, position, sentence, set(tokens(sentence, name))))
     if not candidates:
         return Extract([], [])

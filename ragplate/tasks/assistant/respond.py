@@ -28,7 +28,7 @@ from ragplate.infra.models.chat import ChatModel
 from ragplate.infra.stores.pg_sources import indexed_modules
 from ragplate.tasks.assistant.agent import AgentLoopError
 from ragplate.tasks.assistant.completion import ChatAnswer, complete
-from ragplate.tasks.assistant.evidence import build_evidence
+from ragplate.tasks.assistant.evidence import build_evidence, source_passages
 from ragplate.tasks.assistant.extractive import compose, extract
 from ragplate.tasks.assistant.guard import RememberingEmbedder, screen_message
 from ragplate.tasks.assistant.output_policy import check_output
@@ -38,6 +38,7 @@ from ragplate.tasks.retrieval.documentation import (
     excerpt,
     retrieve_developer,
     retrieve_user,
+    user_filters,
 )
 
 if TYPE_CHECKING:
@@ -93,7 +94,9 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
     evidence = build_evidence(hits)
     meta = {**base, "scope": scope.as_dict(), "retrieved": len(hits),
             "evidence_withheld": evidence.withheld}
-    turn = _complete(policy, locale, text_in, evidence.hits, meta, evidence, chat)
+    passages = _passages(runtime, policy, person, scope, text_in, embedder, evidence.hits) \
+        if chat is None else None
+    turn = _complete(policy, locale, text_in, evidence.hits, meta, evidence, chat, passages)
     if turn.status == "answered":
         checked = check_output(turn.text, end_user=policy.profile.end_user,
                                max_chars=policy.max_output_chars)
@@ -109,7 +112,8 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
 
 
 def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
-              meta: dict[str, Any], evidence: Any, chat: ChatModel | None) -> Turn:
+              meta: dict[str, Any], evidence: Any, chat: ChatModel | None,
+              passages: dict[int, list[str]] | None = None) -> Turn:
     abstain = Turn("abstained", text(locale, "abstention"), metadata={**meta})
     if not hits:
         return abstain
@@ -126,7 +130,7 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
             meta = {**meta, "degraded_reason": "chat_unavailable"
                     if isinstance(exc, ChatModelError) else "chat_invalid_answer"}
     if reply is None:
-        chosen = extract(question, hits, locale=locale)
+        chosen = extract(question, hits, locale=locale, passages=passages)
         if not chosen.sentences:
             return abstain
         answer = compose(chosen, framing=text(locale, "framing"))
@@ -157,6 +161,19 @@ def _retrieve(runtime: Runtime, policy: Policy, person: Person, scope: Scope,
     return retrieve_developer(question, store=store, embedder=embedder,
                               top_k=policy.max_documents, min_score=policy.min_similarity,
                               strategy=settings.docs_retrieval, rrf_k=settings.docs_rrf_k)
+
+
+def _passages(runtime: Runtime, policy: Policy, person: Person, scope: Scope, question: str,
+              embedder: Embedder, hits: list[Hit]) -> dict[int, list[str]]:
+    """More of the best sources' chunks for the extractive answerer, under the same
+    filters as the retrieval (the user index: the person's)."""
+    store = runtime.store(policy.profile.index, embedder.profile)
+    if policy.profile.index == "user":
+        filters = user_filters(person.access(scope_module=scope.module))
+        return source_passages(store, embedder.embed_query(question), hits, filters=filters,
+                               label_key="safe_source_label")
+    return source_passages(store, embedder.embed_query(question), hits, filters=None,
+                           label_key=None)
 
 
 def _known_modules(runtime: Runtime, policy: Policy) -> set[str] | None:

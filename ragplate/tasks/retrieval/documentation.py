@@ -75,6 +75,8 @@ class Hit:
     similarity: float = 0.0
     #: The whole chunk (the excerpt is cut): what the assistant's evidence is made of.
     text: str = ""
+    #: The store's source of the chunk (internal: a user hit shows only its safe label).
+    source: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """The public shape: label, breadcrumb, excerpt, score, similarity."""
@@ -232,6 +234,7 @@ def retrieve_developer(
             heading_breadcrumb=list(r.hit.metadata.get("heading_breadcrumb") or []),
             excerpt=excerpt(r.hit.text),
             text=r.hit.text,
+            source=r.hit.source,
             score=r.hit.score,
             metadata=r.hit.metadata,
             similarity=r.similarity,
@@ -282,6 +285,7 @@ def retrieve_user(
             heading_breadcrumb=list(safe.get("heading_breadcrumb") or []),
             excerpt=excerpt(r.hit.text),
             text=r.hit.text,
+            source=r.hit.source,
             score=r.hit.score,
             metadata=safe,
             similarity=r.similarity,

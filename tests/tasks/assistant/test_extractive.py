@@ -54,3 +54,29 @@ def test_the_context_module_is_read_from_the_module_or_the_page() -> None:
     assert requested_module({"page": {"resource": "sao/tickets"}}) == "sao"
     assert requested_module({"page": {"resource": "nothing"}}) is None
     assert requested_module({"module": 7}) is None and requested_module(None) is None
+
+
+def test_more_passages_come_from_the_hits_source_under_its_label_and_filters() -> None:
+    from ragplate.infra.stores.base import SearchFilters
+    from ragplate.infra.stores.memory import MemoryStore
+    from ragplate.tasks.assistant.evidence import source_passages
+    from tests.testing.document_store_contract import TINY, Q, item, load, vec
+
+    store = MemoryStore("user", TINY)
+    load(store, [
+        item("guide", 0, vec(1, 0, 0, 0), "First part.", safe_source_label="Guide", locale="en"),
+        item("guide", 1, vec(0.9, 0.1, 0, 0), "Second part.", safe_source_label="Guide",
+             locale="en"),
+        item("guide", 2, vec(0.8, 0.2, 0, 0), "Other section.", safe_source_label="Guide · B",
+             locale="en"),
+        item("guide", 3, vec(0.85, 0.1, 0, 0), "Italian part.", safe_source_label="Guide",
+             locale="it"),
+        item("other", 0, vec(1, 0.05, 0, 0), "Another source.", safe_source_label="Other",
+             locale="en"),
+    ])
+    first = Hit("Guide", [], "First part.", 0.99, {}, 0.99, "First part.", "guide")
+
+    passages = source_passages(store, Q, [first], filters=SearchFilters(locales=("en",)),
+                               label_key="safe_source_label")
+
+    assert passages == {0: ["First part.", "Second part."]}
