@@ -280,3 +280,30 @@ MARKUP_RULES: tuple[Rule, ...] = (
 def all_rules() -> tuple[Rule, ...]:
     """Every pattern rule (the character and payload checks are code, not patterns)."""
     return MARKUP_RULES + RULES
+
+
+#: Words an attack cannot do without (it must speak of instructions, roles, secrets,
+#: authority, encodings or other people), normalised like a message. The intent model
+#: refuses only a message holding one of them: a greeting, thanks or an everyday request
+#: that reads unlike the application's questions is not an attack for being unusual.
+INTENT_CUES = (
+    r"\b(ignor\w*|disregard\w*|forget\w*|instruction\w*|rules?|guideline\w*|directive\w*|"
+    r"prompt\w*|system\w*|polic\w*|restrict\w*|filter\w*|guardrail\w*|safeguard\w*|"
+    r"limit\w*|overrid\w*|bypass\w*|skip\w*|pretend\w*|act(ing)? as|role\w*|persona\w*|"
+    r"mode|jailbreak\w*|dan|unrestrict\w*|unfilter\w*|uncensor\w*|you are|you're|"
+    r"from now on|henceforth|reveal\w*|print\w*|repeat\w*|verbatim|secret\w*|password\w*|"
+    r"tokens?|keys?|credential\w*|env|environment|config\w*|admin\w*|root|superuser|sudo|"
+    r"developer\w*|owner|authori[sz]\w*|permission\w*|privilege\w*|approv\w*|confirm\w*|"
+    r"proposal\w*|execut\w*|obey\w*|comply|decod\w*|base ?64|hex\w*|encod\w*|rot13|"
+    r"revers\w*|tools?|functions?|schemas?|other users?|other tenants?|everyone|all users|"
+    r"users'|tenant\w*|guidance|told|rules|constraints?|exception|clearance|override|"
+    r"refus\w*|censor\w*|ignora\w*|dimentic\w*|istruzion\w*|regol\w*|direttiv\w*|sistema|"
+    r"restrizion\w*|filtr\w*|limiti|fingi\w*|finta|ruolo|modalita|sei ora|ora sei|"
+    r"d'ora in poi|da ora in poi|da adesso|rivel\w*|mostra\w*|stampa\w*|ripeti\w*|"
+    r"segret\w*|chiav\w*|credenzial\w*|configura\w*|amministrator\w*|sviluppator\w*|"
+    r"autorizz\w*|permess\w*|approva\w*|conferm\w*|propost\w*|esegui\w*|obbedisc\w*|"
+    r"ubbidisc\w*|decodific\w*|esadecimal\w*|codific\w*|strument\w*|funzion\w*|"
+    r"altri utenti|altro tenant|rifiut\w*|vincol\w*|annull\w*|sospes\w*|superutente|"
+    r"privilegi\w*|interpreta\w*|diventa\w*|hai ricevuto|you received|were given|iniziale|"
+    r"initial|before my)\b"
+)

@@ -1,6 +1,8 @@
 """The whole input screening of a message: the pattern rules (:mod:`.screening`), then the
 intent model of the serving embedding model (:mod:`.intent`), on the vector the retrieval
-uses anyway (embedded once, see :class:`RememberingEmbedder`).
+uses anyway (embedded once, see :class:`RememberingEmbedder`). The model refuses only a
+message that also holds one of the catalog's cue words (``INTENT_CUES``): unusual is not
+hostile.
 
 Without an intent model for the serving model (another profile, not trained yet) the rules
 alone decide, and the verdict says so (``intent_model: false`` in a message's metadata).
@@ -8,15 +10,18 @@ alone decide, and the verdict says so (``intent_model: false`` in a message's me
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from functools import cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ragplate.catalog.guardrails import INTENT_CUES
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.infra import intent_models
 from ragplate.infra.models.base import Embedder
-from ragplate.tasks.assistant.screening import Verdict, screen
+from ragplate.tasks.assistant.screening import Verdict, normalise, screen
 
 if TYPE_CHECKING:
     from ragplate.infra.runtime import Runtime
@@ -55,6 +60,16 @@ def screen_message(runtime: Runtime, text: str, *, max_chars: int | None = None,
     if model is None:
         return verdict
     vector = (embedder or runtime.embedder(profile)).embed_query(text)
-    if model.attack_score(vector) > model.threshold:
+    if model.attack_score(vector) > model.threshold and _cued(text):
         return Verdict(False, model.category(vector), INTENT_RULE)
     return verdict
+
+
+@cache
+def _cues() -> re.Pattern[str]:
+    return re.compile(INTENT_CUES)
+
+
+def _cued(text: str) -> bool:
+    """Whether the message holds a word an attack cannot do without."""
+    return bool(_cues().search(normalise(text).text))

@@ -45,7 +45,11 @@ def test_a_reworded_attack_the_rules_miss_is_refused_by_the_intent_model(runtime
 
 @pytest.mark.parametrize("text", ["How do I ignore a column during the CSV import?",
                                   "Come elimino un ruolo che non serve più?",
-                                  "Where do I see which permissions my role has?"])
+                                  "Where do I see which permissions my role has?",
+                                  # Unlike the application's questions, yet no attack: no
+                                  # cue word, so the intent model does not decide alone.
+                                  "Hello!", "Thanks, that helped a lot.", "Grazie mille, ciao!",
+                                  "Tell me a joke."])
 def test_everyday_questions_pass(runtime: Runtime, text: str) -> None:
     assert screen_message(runtime, text, max_chars=4000).allowed
 
