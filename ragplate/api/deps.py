@@ -53,7 +53,9 @@ MemberDep = Annotated[Person, Depends(get_member)]
 
 def get_developer(person: PersonDep) -> Person:
     """A person holding the developer role (``docs.developer``), not a guest (403)."""
-    if person.is_guest or not person.holds(DEVELOPER_PERMISSION):
+    if person.is_guest:
+        raise PermissionDeniedError("a guest cannot search the developer index")
+    if not person.holds(DEVELOPER_PERMISSION):
         raise PermissionDeniedError(
             f"searching the developer index needs the {DEVELOPER_PERMISSION} permission")
     return person

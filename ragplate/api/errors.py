@@ -22,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from ragplate.catalog.errors import RagplateError
 from ragplate.catalog.text import without_paths
@@ -91,6 +92,15 @@ def _problems(exc: RequestValidationError) -> list[dict[str, Any]]:
     return problems
 
 
+def _allowed_methods(request: Request) -> list[str]:
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _child = route.matches(request.scope)
+        if match == Match.PARTIAL:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Register the translations above on ``app``."""
 
@@ -112,6 +122,9 @@ def install_error_handlers(app: FastAPI) -> None:
     # problems never holds up the requests the event loop is serving.
     @app.exception_handler(RequestValidationError)
     def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        if any(e.get("type") == "json_invalid" for e in exc.errors()):
+            # Not a body that fails validation: one the JSON parser cannot read.
+            return _body("BadRequest", "the body is not valid JSON", 400)
         return _body("ValidationError", _problems(exc), 422)
 
     @app.exception_handler(UnicodeError)
@@ -124,4 +137,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(request: Request, exc: HTTPException) -> JSONResponse:
         response = error_response(exc.status_code, exc.detail)
         response.headers.update(exc.headers or {})
+        if exc.status_code == 405:
+            # Starlette names the methods of the first route of the path only; a path with
+            # a GET and a POST route must list both.
+            response.headers["Allow"] = ", ".join(_allowed_methods(request))
         return response

@@ -18,7 +18,8 @@ from rich.table import Table
 
 from ragplate.bench.scratch import scratch_home, write_figures
 from ragplate.catalog.intent_model import IntentModel
-from ragplate.tasks.assistant.screening import screen
+from ragplate.tasks.assistant.guard import intent_verdict
+from ragplate.tasks.assistant.screening import screen_normalised
 from ragplate.tasks.assistant.screening_metrics import Screened, latency, screening_figures
 
 #: Questions respond() is timed on (answered and abstained alike), each asked REPEAT times.
@@ -45,11 +46,12 @@ def _screened(cases: Sequence[dict[str, Any]], intent: IntentModel | None = None
     results, times = [], []
     for case in cases:
         started = time.perf_counter()
-        verdict = screen(case["query"], max_chars=MAX_CHARS)
+        verdict, norm = screen_normalised(case["query"], max_chars=MAX_CHARS)
         blocked = not verdict.allowed
-        if not blocked and intent is not None and vectors is not None:
-            vector = vectors[case["query"]]
-            blocked = intent.attack_score(vector) > intent.threshold
+        if not blocked and norm is not None and intent is not None and vectors is not None:
+            # The assistant's own decision (guard.screen_message), on a vector embedded once.
+            blocked = intent_verdict(intent, vectors[case["query"]], case["query"],
+                                     norm) is not None
         times.append((time.perf_counter() - started) * 1000)
         slices = case.get("slices") or ["?"]
         cls = slices[1] if len(slices) > 1 else slices[0]

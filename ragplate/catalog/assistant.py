@@ -58,6 +58,7 @@ class Policy:
     min_similarity: float
     max_documents: int
     format_citations: bool
+    fallback_locales: tuple[str, ...] = ()
 
     def allows(self, capability: str) -> bool:
         """Whether the profile holds ``capability``."""
@@ -83,7 +84,8 @@ def compile_policy(name: str, settings: Settings) -> Policy:
                   max_input_chars=settings.guardrails_input_max_chars,
                   max_output_chars=settings.guardrails_output_max_chars,
                   min_similarity=floor, max_documents=settings.assistant_max_documents,
-                  format_citations=settings.format_citations)
+                  format_citations=settings.format_citations,
+                  fallback_locales=tuple(settings.assistant_fallback_locales))
 
 
 #: The texts the assistant answers with, by language; English for any other.
@@ -95,6 +97,8 @@ TEXTS: dict[str, dict[str, str]] = {
                       "won't guess. Try rephrasing the question, or ask an administrator.",
         "framing": "From the documentation:",
         "sources": "Sources",
+        "too_long": "Your message is longer than {limit} characters. Please ask a shorter "
+                    "question.",
     },
     "it": {
         "refusal": "Non posso aiutarti con questa richiesta. Posso rispondere a domande "
@@ -104,6 +108,8 @@ TEXTS: dict[str, dict[str, str]] = {
                       "domanda o chiedi a un amministratore.",
         "framing": "Dalla documentazione:",
         "sources": "Fonti",
+        "too_long": "Il messaggio supera i {limit} caratteri. Prova con una domanda più "
+                    "breve.",
     },
 }
 MODULE_KEY = re.compile(r"^[a-z][a-z0-9_]{0,63}$")

@@ -176,6 +176,9 @@ class AccessContext:
     module: str | None = None
     #: The assistant's module scope: that module's documents and the cross-cutting guides.
     scope_module: str | None = None
+    #: Locales also searched beside ``locale`` (the assistant: the locale's language, then
+    #: the configured fallbacks), so a person whose language has no guide is still helped.
+    fallback_locales: tuple[str, ...] = ()
 
 
 def safe_projection(metadata: Mapping[str, Any]) -> dict[str, Any]:

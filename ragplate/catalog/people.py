@@ -42,11 +42,15 @@ class Person:
         """Whether the person holds ``permission`` (exact names; no wildcard grants)."""
         return permission in self.permissions
 
-    def access(self, *, scope_module: str | None = None) -> AccessContext:
-        """The principal of the user index for this person: their tenant, locale and
-        permissions, and the assistant scope's module."""
+    def access(self, *, scope_module: str | None = None,
+               fallback_locales: tuple[str, ...] = ()) -> AccessContext:
+        """The principal of the user index for this person: their tenant, locale (and its
+        language, ``it`` for ``it-IT``, then ``fallback_locales``) and permissions, and the
+        assistant scope's module."""
+        language = self.locale.split("-")[0]
         return AccessContext(tenant=self.tenant, locale=self.locale,
-                             permissions=self.permissions, scope_module=scope_module)
+                             permissions=self.permissions, scope_module=scope_module,
+                             fallback_locales=(language, *fallback_locales))
 
     def as_dict(self) -> dict[str, object]:
         """The public shape (``users list --json``, ``users create --json``)."""

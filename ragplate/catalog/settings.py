@@ -12,6 +12,7 @@ pass them on.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -191,6 +192,12 @@ class Settings(BaseSettings):
         "(multilingual-e5-small); measure it again for another model. RAGPLATE_MIN_SIMILARITY, "
         "when set higher, wins.",
     )
+    assistant_fallback_locales: list[str] = Field(
+        default=["en"],
+        description="Locales of user documentation the assistant also answers from when the "
+        "person's own locale has no guide (JSON list; [] answers from the person's locale "
+        "only). The answer's framing stays in the person's language.",
+    )
     assistant_max_documents: int = Field(
         default=3, ge=1, le=10,
         description="Documents the assistant retrieves as evidence for one message.",
@@ -317,6 +324,14 @@ class Settings(BaseSettings):
         description="Tests only: also declare the fast hashing embedding profiles "
         "(local:ragplate/hashing-64 and others; read when ragplate starts).",
     )
+
+    @field_validator("assistant_fallback_locales", mode="after")
+    @classmethod
+    def _locales(cls, value: list[str]) -> list[str]:
+        for locale in value:
+            if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*", locale):
+                raise ValueError(f"{locale!r} is not a locale (e.g. en, it, pt-BR)")
+        return value
 
     @field_validator("index_chunk_size", "rag_chunk_size", "index_chunk_stall_seconds",
                      "state_lock_wait_seconds", "switch_gate_margin", mode="before")

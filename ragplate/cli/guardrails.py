@@ -14,7 +14,9 @@ from rich.markup import escape
 from ragplate.catalog.settings import PROJECT_ROOT
 from ragplate.cli.output import console, print_json
 
-DEFAULT_DATASET = PROJECT_ROOT / "datasets" / "assistant-screening.json"
+#: What the bundled intent model was trained on; assistant-screening-holdout.json stays out.
+DEFAULT_DATASETS = (PROJECT_ROOT / "datasets" / "assistant-screening.json",
+                    PROJECT_ROOT / "datasets" / "assistant-screening-more.json")
 
 
 def screen_command(
@@ -46,7 +48,8 @@ def screen_command(
 def train_command(
     dataset: Annotated[list[Path] | None, typer.Option(
         help="Screening dataset in the public assistant format (repeatable; default "
-        "datasets/assistant-screening.json).")] = None,
+        "datasets/assistant-screening.json and assistant-screening-more.json, what the "
+        "bundled model was trained on).")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")
                            ] = False,
 ) -> None:
@@ -65,7 +68,7 @@ def train_command(
     from ragplate.infra.runtime import Runtime
     from ragplate.tasks.assistant.intent import labelled, train
 
-    paths = dataset or [DEFAULT_DATASET]
+    paths = dataset or list(DEFAULT_DATASETS)
     cases, digest = [], hashlib.sha256()
     for path in paths:
         try:

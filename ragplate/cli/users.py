@@ -33,7 +33,7 @@ def create_command(
         "--guest", help="A guest: never reaches the assistant or application search.")] = False,
     json_output: Annotated[bool, JSON] = False,
 ) -> None:
-    """Add a person. They need a token (``users token``) to call the API.
+    """Add a person. They need a token (ragplate users token NAME) to call the API.
 
     Examples:
 
@@ -118,8 +118,9 @@ def delete_command(
     """
     from ragplate.tasks.people.accounts import delete
 
-    if not yes and not typer.confirm(f"Delete {name} and their conversations?"):
-        raise typer.Abort()
+    if not yes and not typer.confirm(f"Delete {name} and their conversations?", err=True):
+        typer.echo("Nothing deleted.", err=True)
+        raise typer.Exit(1)
     person = delete(_engine(), name=name)
     if json_output:
         print_json({"deleted": person.as_dict()})

@@ -86,6 +86,7 @@ def test_the_developer_index_needs_the_developer_role(client: TestClient, engine
                             headers=bearer(engine, permissions=(DEVELOPER_PERMISSION,)))
 
     assert plain.status_code == 403 and guest.status_code == 403
+    assert guest.json()["detail"] == "a guest cannot search the developer index"
     assert plain.json()["error"] == "PermissionDeniedError"
     assert DEVELOPER_PERMISSION in plain.json()["detail"]
     assert developer.status_code == 200 and developer.json()["hits"]

@@ -70,3 +70,9 @@ def test_developer_answers_may_hold_code_but_never_secrets() -> None:
 
 def test_the_output_length_bound() -> None:
     assert check_output("a" * 101, end_user=True, max_chars=100).category == "output_length"
+
+
+@pytest.mark.parametrize("text", ["Use sk-proj-abcdefghij\u200bklmnopqrstuvwx1234 now.",
+                                  "Use \uff53\uff4b-proj-abcdefghijklmnopqrstuvwx1234 now."])
+def test_a_key_hidden_by_invisible_or_fullwidth_characters_is_a_key(text: str) -> None:
+    assert check_output(text, end_user=False, max_chars=4000).rule == "output-api-key"

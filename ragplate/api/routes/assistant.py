@@ -99,9 +99,17 @@ class Capabilities(BaseModel):
     policy_version: str
 
 
+#: What a message's metadata shows its reader; the rest (the rule that refused, the
+#: resolved scope, how much evidence was withheld) stays in the database: it would teach a
+#: prober which rule to word around and which modules exist.
+PUBLIC_METADATA = ("profile", "policy_version", "answerer", "sentences", "latency_ms",
+                   "degraded_reason")
+
+
 def _message(stored: Any) -> MessageOut:
     body = stored.as_dict()
     body.pop("created_at", None)
+    body["metadata"] = {k: v for k, v in body["metadata"].items() if k in PUBLIC_METADATA}
     return MessageOut.model_validate(body)
 
 

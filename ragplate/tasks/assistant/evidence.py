@@ -35,13 +35,19 @@ def build_evidence(hits: list[Hit]) -> Evidence:
     return Evidence(kept, len(hits) - len(kept))
 
 
+def neutralised(text: str) -> str:
+    """``text`` with its angle brackets escaped: no excerpt or label can write a tag, so none
+    can close (or open) the untrusted block, in any spelling or case."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def untrusted_block(evidence: Evidence) -> str:
     """The evidence as the model reads it: numbered, labelled, inside one untrusted block
-    that no excerpt can close (the tags are taken out of the texts)."""
+    that no excerpt can close (their angle brackets are escaped)."""
     parts = [OPEN, PREAMBLE]
     for number, hit in enumerate(evidence.hits, 1):
-        body = (hit.text or hit.excerpt).replace(OPEN, "").replace(CLOSE, "")
-        parts.append(f"[{number}] {hit.source_label}\n{body.strip()}")
+        body = neutralised(hit.text or hit.excerpt)
+        parts.append(f"[{number}] {neutralised(hit.source_label)}\n{body.strip()}")
     parts.append(CLOSE)
     return "\n\n".join(parts)
 

@@ -27,6 +27,12 @@ MIN_WORDS, MAX_WORDS = 4, 70
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-ZÀ-Ý0-9`])")
 _FENCE = re.compile(r"^\s*(```|~~~).*?^\s*(```|~~~)\s*$", re.MULTILINE | re.DOTALL)
 _MARKUP = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|\[([^\]]+)\]\([^)]+\)")
+# "(see below)" points at a place the answer does not have.
+_POINTER = re.compile(r"\s*\((see|vedi|cf\.?)\s+(below|above|sotto|sopra|the (next|previous) "
+                      r"section)[^)]*\)", re.IGNORECASE)
+# A sentence that leans on the one before it reads as a fragment on its own.
+_ANAPHORA = re.compile(r"^(This|That|These|Those|It|They|Here|There|Such|Both|Questo|Questa|"
+                       r"Questi|Queste|Quello|Ciò|Qui|Entrambi)\b")
 
 
 @dataclass(frozen=True)
@@ -62,9 +68,11 @@ def prose_sentences(text: str) -> list[str]:
     sentences = []
     for paragraph in paragraphs:
         for sentence in _SENTENCE_END.split(" ".join(paragraph.split())):
+            sentence = _POINTER.sub("", sentence).strip()
             words = len(sentence.split())
-            if MIN_WORDS <= words <= MAX_WORDS and sentence[-1:] in ".!?:)":
-                sentences.append(sentence.strip())
+            # A sentence ending in a colon introduces a list the answer would not show.
+            if MIN_WORDS <= words <= MAX_WORDS and sentence[-1:] in ".!?)":
+                sentences.append(sentence)
     return sentences
 
 
@@ -74,13 +82,18 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
     of the question). ``passages`` gives more chunks of a hit's source under its label
     (``{hit index: [texts]}``); a hit without them is read from its own chunk."""
     candidates: list[tuple[int, int, str, set[str]]] = []  # hit rank, position, text, terms
+    nearest: set[tuple[int, str]] = set()  # the sentences of each hit's best chunk
     for rank, hit in enumerate(hits[:MAX_SOURCES]):
         name = language(str(hit.metadata.get("locale") or locale or ""))
         texts = (passages or {}).get(rank) or [hit.text or hit.excerpt]
-        # Overlapping chunks repeat sentences: each is read once, in its first place.
+        # Overlapping chunks repeat sentences: each is read once, in its first place. The
+        # best chunk's come first: the retrieval found it nearest to the question.
+        first = set(prose_sentences(texts[0]))
         read = list(dict.fromkeys(s for text in texts for s in prose_sentences(text)))
         for position, sentence in enumerate(read):
             candidates.append((rank, position, sentence, set(tokens(sentence, name))))
+            if sentence in first:
+                nearest.add((rank, sentence))
     if not candidates:
         return Extract([], [])
     names = {language(locale)} | {language(str(h.metadata.get("locale") or ""))
@@ -88,12 +101,16 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
     asked = {term for name in names for term in tokens(question, name)}
     frequency = Counter(term for *_, terms in candidates for term in terms)
     total = len(candidates)
+    present = {t for t in asked if frequency[t]}
 
     def score(candidate: tuple[int, int, str, set[str]]) -> float:
-        rank, position, _text, terms = candidate
+        rank, position, text_, terms = candidate
         held = asked & terms
         weight = sum(math.log(1 + total / frequency[t]) for t in held)
-        return weight - 0.15 * rank - 0.02 * position
+        coverage = len(held) / max(len(present), 1)
+        penalty = 1.0 if _ANAPHORA.match(text_) else 0.0
+        bonus = 0.6 if (rank, text_) in nearest else 0.0
+        return weight * (0.5 + coverage) + bonus - penalty - 0.15 * rank - 0.02 * position
 
     scored = [(score(c), c) for c in candidates if asked & c[3]]
     if not scored:

@@ -18,10 +18,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ragplate.catalog.guardrails import INTENT_CUES
+from ragplate.catalog.intent_model import IntentModel
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.infra import intent_models
 from ragplate.infra.models.base import Embedder
-from ragplate.tasks.assistant.screening import Verdict, normalise, screen
+from ragplate.tasks.assistant.screening import (
+    Normalised,
+    Verdict,
+    encoded_blobs,
+    screen_normalised,
+)
 
 if TYPE_CHECKING:
     from ragplate.infra.runtime import Runtime
@@ -52,24 +58,29 @@ class RememberingEmbedder:
 def screen_message(runtime: Runtime, text: str, *, max_chars: int | None = None,
                    embedder: Embedder | None = None) -> Verdict:
     """The rules' verdict, then the intent model's when the rules allowed the message."""
-    verdict = screen(text, max_chars=max_chars)
-    if not verdict.allowed:
+    verdict, norm = screen_normalised(text, max_chars=max_chars)
+    if not verdict.allowed or norm is None:
         return verdict
     profile = runtime.active_profile()
     model = intent_models.load(runtime.settings.home, profile.key)
     if model is None:
         return verdict
     vector = (embedder or runtime.embedder(profile)).embed_query(text)
-    if model.attack_score(vector) > model.threshold and _cued(text):
+    return intent_verdict(model, vector, text, norm) or verdict
+
+
+def intent_verdict(model: IntentModel, vector: np.ndarray, text: str, norm: Normalised
+                   ) -> Verdict | None:
+    """The intent model's refusal, or ``None``: it refuses an attack-like message that holds
+    a cue word, or that hides something (obfuscation, an encoded run: the cue words may be
+    what it hides). Shared by the assistant and ``ragplate bench assistant``."""
+    if model.attack_score(vector) <= model.threshold:
+        return None
+    if _cues().search(norm.text) or norm.obfuscated or encoded_blobs(text):
         return Verdict(False, model.category(vector), INTENT_RULE)
-    return verdict
+    return None
 
 
 @cache
 def _cues() -> re.Pattern[str]:
     return re.compile(INTENT_CUES)
-
-
-def _cued(text: str) -> bool:
-    """Whether the message holds a word an attack cannot do without."""
-    return bool(_cues().search(normalise(text).text))

@@ -22,6 +22,8 @@ import numpy as np
 
 from ragplate.catalog.intent_model import SCALE, IntentModel
 
+#: Attack classes of the text's shape (the rules' to name), left out of the class models.
+CHARACTER_CLASSES = frozenset({"hidden_characters", "encoded_payload"})
 #: Share of benign look-alikes the threshold keeps allowed in cross-validation.
 BENIGN_TARGET = 0.97
 FOLDS = 5
@@ -78,10 +80,14 @@ def train(model_key: str, vectors: np.ndarray, attack: Sequence[bool],
             scores[held] = x[held] * SCALE @ w + b
     threshold, recall, benign = choose_threshold(scores, y)
     weights, bias = fit_logistic(x, y)
-    names = sorted({c for c, a in zip(classes, y, strict=True) if a})
+    # Hidden characters and encoded payloads are shapes of text the rules see, not meanings
+    # an embedding carries: the class the model names is one of the others.
+    semantic = np.array([a and c not in CHARACTER_CLASSES
+                         for c, a in zip(classes, y, strict=True)])
+    names = sorted({c for c, s in zip(classes, semantic, strict=True) if s})
     class_weights, class_biases = [], []
-    attacks = x[y]
-    attack_classes = np.array([c for c, a in zip(classes, y, strict=True) if a])
+    attacks = x[semantic]
+    attack_classes = np.array([c for c, s in zip(classes, semantic, strict=True) if s])
     for name in names:
         w, b = fit_logistic(attacks, attack_classes == name)
         class_weights.append([round(float(v), 6) for v in w])

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -58,9 +58,17 @@ class Turn:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def _citations(hits: list[Hit]) -> list[dict[str, Any]]:
-    return [{"source_label": h.source_label, "excerpt": excerpt(h.text or h.excerpt, 300),
-             "score": round(h.similarity, 6)} for h in hits]
+def _citations(hits: list[Hit], quoted: dict[int, list[str]] | None = None
+               ) -> list[dict[str, Any]]:
+    """Each cited source with its excerpt: the sentences the answer quotes from it (the
+    extractive answer), else the start of its best chunk."""
+    cited = []
+    for number, h in enumerate(hits, 1):
+        sentences = (quoted or {}).get(number)
+        text = " ".join(sentences) if sentences else (h.text or h.excerpt)
+        cited.append({"source_label": h.source_label, "excerpt": excerpt(text, 600),
+                      "score": round(h.similarity, 6)})
+    return cited
 
 
 def _sources_block(hits: list[Hit], locale: str) -> str:
@@ -87,16 +95,19 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
                              embedder=embedder)
     screened = time.perf_counter()
     if not verdict.allowed:
-        return _refused(locale, str(verdict.category), verdict.rule, **base)
+        turn = _refused(locale, str(verdict.category), verdict.rule, **base)
+        if verdict.category == "length":
+            turn.text = text(locale, "too_long").format(limit=policy.max_input_chars)
+        return turn
     scope = resolve_scope(policy, context, lambda: _known_modules(runtime, policy))
     hits = _retrieve(runtime, policy, person, scope, text_in, embedder)
     retrieved = time.perf_counter()
     evidence = build_evidence(hits)
     meta = {**base, "scope": scope.as_dict(), "retrieved": len(hits),
             "evidence_withheld": evidence.withheld}
-    passages = _passages(runtime, policy, person, scope, text_in, embedder, evidence.hits) \
-        if chat is None else None
-    turn = _complete(policy, locale, text_in, evidence.hits, meta, evidence, chat, passages)
+    turn = _complete(policy, locale, text_in, evidence.hits, meta, evidence, chat,
+                     lambda: _passages(runtime, policy, person, scope, text_in, embedder,
+                                       evidence.hits))
     if turn.status == "answered":
         checked = check_output(turn.text, end_user=policy.profile.end_user,
                                max_chars=policy.max_output_chars)
@@ -113,7 +124,7 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
 
 def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
               meta: dict[str, Any], evidence: Any, chat: ChatModel | None,
-              passages: dict[int, list[str]] | None = None) -> Turn:
+              passages: Callable[[], dict[int, list[str]]]) -> Turn:
     abstain = Turn("abstained", text(locale, "abstention"), metadata={**meta})
     if not hits:
         return abstain
@@ -130,11 +141,14 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
             meta = {**meta, "degraded_reason": "chat_unavailable"
                     if isinstance(exc, ChatModelError) else "chat_invalid_answer"}
     if reply is None:
-        chosen = extract(question, hits, locale=locale, passages=passages)
+        chosen = extract(question, hits, locale=locale, passages=passages())
         if not chosen.sentences:
             return abstain
         answer = compose(chosen, framing=text(locale, "framing"))
         cited = chosen.cited
+        quoted: dict[int, list[str]] = {}
+        for sentence in chosen.sentences:
+            quoted.setdefault(sentence.citation, []).append(sentence.text)
         meta = {**meta, "answerer": "extractive", "sentences": [
             {"text": s.text, "citation": s.citation} for s in chosen.sentences]}
     else:
@@ -145,7 +159,8 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
         answer, meta = reply.answer.strip(), {**meta, "answerer": "chat"}
     if policy.format_citations:
         answer += _sources_block(cited, locale)
-    return Turn("answered", answer, citations=_citations(cited), metadata=meta)
+    return Turn("answered", answer, citations=_citations(cited, quoted if reply is None else None),
+                metadata=meta)
 
 
 def _retrieve(runtime: Runtime, policy: Policy, person: Person, scope: Scope,
@@ -154,7 +169,8 @@ def _retrieve(runtime: Runtime, policy: Policy, person: Person, scope: Scope,
     settings = runtime.settings
     if policy.profile.index == "user":
         return retrieve_user(question, store=store, embedder=embedder,
-                             access=person.access(scope_module=scope.module),
+                             access=person.access(scope_module=scope.module,
+                                                  fallback_locales=policy.fallback_locales),
                              policy=runtime.policy, top_k=policy.max_documents,
                              min_score=policy.min_similarity, strategy=settings.docs_retrieval,
                              rrf_k=settings.docs_rrf_k)
@@ -169,20 +185,32 @@ def _passages(runtime: Runtime, policy: Policy, person: Person, scope: Scope, qu
     filters as the retrieval (the user index: the person's)."""
     store = runtime.store(policy.profile.index, embedder.profile)
     if policy.profile.index == "user":
-        filters = user_filters(person.access(scope_module=scope.module))
+        filters = user_filters(person.access(scope_module=scope.module,
+                                             fallback_locales=policy.fallback_locales))
         return source_passages(store, embedder.embed_query(question), hits, filters=filters,
                                label_key="safe_source_label")
     return source_passages(store, embedder.embed_query(question), hits, filters=None,
                            label_key=None)
 
 
+#: Seconds the modules of an index are remembered (a new module appears within this).
+MODULES_TTL = 60.0
+_modules: dict[tuple[str, str], tuple[float, set[str]]] = {}
+
+
 def _known_modules(runtime: Runtime, policy: Policy) -> set[str] | None:
-    """The modules of the profile's index; ``None`` (any module key) for a store that does
-    not list them."""
+    """The modules of the profile's index, remembered for :data:`MODULES_TTL` seconds;
+    ``None`` for a store that does not list them (the scope then stays generic)."""
     if runtime.settings.vector_store != "pgvector":
         return None
-    with runtime.engine.connect() as conn:
-        return indexed_modules(conn, policy.profile.index, runtime.active_profile().key)
+    key = (policy.profile.index, runtime.active_profile().key)
+    now = time.monotonic()
+    cached = _modules.get(key)
+    if cached is None or now - cached[0] > MODULES_TTL:
+        with runtime.engine.connect() as conn:
+            cached = (now, indexed_modules(conn, *key))
+        _modules[key] = cached
+    return cached[1]
 
 
 def respond(runtime: Runtime, *, person: Person, conversation_id: uuid.UUID, text_in: str,

@@ -43,14 +43,14 @@ def requested_module(context: Mapping[str, Any] | None) -> str | None:
 def resolve_scope(policy: Policy, context: Mapping[str, Any] | None,
                   known_modules: Callable[[], set[str] | None]) -> Scope:
     """The scope of one message: the context's module when it is a recognisable module of
-    the profile's index (``known_modules`` None: any module key), else the generic
-    scope."""
+    the profile's index, else the generic scope (also when the store cannot list its
+    modules: ``known_modules`` None)."""
     if policy.profile.name != "in_app":
         return Scope()
     module = requested_module(context)
     if module is None or not MODULE_KEY.match(module):
         return Scope()
     known = known_modules()
-    if known is not None and module not in known:
+    if known is None or module not in known:
         return Scope()
     return Scope(module)

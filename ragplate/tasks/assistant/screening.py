@@ -32,21 +32,30 @@ _CONFUSABLES = str.maketrans({
     "ɡ": "g", "һ": "h", "ո": "n", "ս": "u", "ԛ": "q", "ԝ": "w",
     "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p",
     "τ": "t", "υ": "u", "χ": "x", "γ": "y", "ω": "w", "ѵ": "v",
+    # Latin letters that look like others and that NFKC keeps.
+    "ı": "i", "ȷ": "j", "ł": "l", "ø": "o", "đ": "d", "ħ": "h", "ŀ": "l", "ſ": "s",
 })
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a",
                        "$": "s"})
-_LEET_WORD = re.compile(r"(?=[^\s]*[a-z])(?=[^\s]*[0-9@$])[a-z0-9@$]{3,}")
-_SPACED = re.compile(r"(?<![a-z])(?:[a-z] {1,3}){3,}[a-z](?![a-z])")
+# A word of letters and digits; whether it mixes both is checked on the match (a look-ahead
+# here would rescan the rest of a long word at every position: quadratic).
+_LEET_WORD = re.compile(r"(?<![a-z0-9@$])[a-z0-9@$]{3,}(?![a-z0-9@$])")
+# Letters one by one, spaced, dotted or underscored ("i g n o r e", "i.g.n.o.r.e").
+_SPACED = re.compile(r"(?<![a-z])(?:[a-z](?: {1,3}|[._\-*] ?)){3,}[a-z](?![a-z])")
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "`": "'", "\u00b4": "'",
                          "\u201c": '"', "\u201d": '"', "\u00ab": '"', "\u00bb": '"'})
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
-_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}[ :,-]?){8,}(?![0-9A-Fa-f])")
+# Hex bytes, plain or written as \x41 / 0x41, separated or not.
+_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:(?:\\x|0x)?[0-9A-Fa-f]{2}[ :,-]?){8,}(?![0-9A-Fa-f])")
+#: Blobs decoded per message at most; a message holding more is refused (nobody asks a
+#: question with seventeen encoded strings, and decoding each costs time).
+MAX_BLOBS = 16
 _CARRIER = re.compile(
     r"\b(decode|decoded|decoding|decodifica\w*|decifra\w*|traduci|interpret|base ?64|"
     r"hex\w*|esadecimal\w*|rot13)\b[^.?!]{0,80}?\b(and |then |e |poi |quindi |, )?(do|"
     r"execute|run|follow|obey|apply|perform|carry out|esegui\w*|segui\w*|fai|applica\w*|"
     r"obbedisci|ubbidisci|metti in pratica|carica\w*|rispett\w*|adotta\w*|load|adopt|"
-    r"comply|respect)\b")
+    r"comply|respect|act on|act upon|agisci|eseguil\w*)\b")
 #: Decoded payloads are screened again at most this deep (base64 of base64 …).
 MAX_DEPTH = 3
 
@@ -114,14 +123,19 @@ def _mixed_script(word: str) -> bool:
     return "LATIN" in scripts and bool(scripts & {"CYRILLIC", "GREEK", "ARMENIAN"})
 
 
+def _mixes(word: str) -> bool:
+    """Letters and digits (or @ $) in one word: leetspeak, or a code like a1b2."""
+    return any(c.isalpha() for c in word) and any(c.isdigit() or c in "@$" for c in word)
+
+
 def _strip_accents(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", text)
                    if unicodedata.category(c) != "Mn")
 
 
 def _join_spaced(match: re.Match[str]) -> str:
-    words = re.split(r" {2,}", match.group(0))
-    return " ".join(word.replace(" ", "") for word in words)
+    words = re.split(r" {2,}|[._\-*] {1,3}| [._\-*] ?", match.group(0))
+    return " ".join(re.sub(r"[ ._\-*]", "", word) for word in words)
 
 
 def normalise(text: str) -> Normalised:
@@ -134,7 +148,8 @@ def normalise(text: str) -> Normalised:
     obfuscated = obfuscated or any(_mixed_script(w) for w in visible.split())
     folded = _strip_accents(visible.translate(_CONFUSABLES).casefold().translate(_CONFUSABLES))
     folded = folded.translate(_QUOTES)
-    leet = _LEET_WORD.sub(lambda m: m.group(0).translate(_LEET), folded)
+    leet = _LEET_WORD.sub(lambda m: m.group(0).translate(_LEET) if _mixes(m.group(0))
+                          else m.group(0), folded)
     obfuscated = obfuscated or (leet != folded and bool(re.search(r"[a-z][0-9]|[0-9][a-z]",
                                                                   folded)))
     joined = _SPACED.sub(_join_spaced, leet)
@@ -146,7 +161,7 @@ def normalise(text: str) -> Normalised:
 def _decoded(blob: str) -> str | None:
     """A blob's text when it decodes (base64, URL-safe base64 or hex) to readable UTF-8."""
     candidates: list[bytes] = []
-    compact = re.sub(r"[ :,-]", "", blob)
+    compact = re.sub(r"[ :,-]|\\x|0x", "", blob)
     if re.fullmatch(r"(?:[0-9A-Fa-f]{2})+", compact):
         candidates.append(binascii.unhexlify(compact))
     padded = blob + "=" * (-len(blob) % 4)
@@ -166,14 +181,26 @@ def _decoded(blob: str) -> str | None:
     return None
 
 
-def _payload(text: str, depth: int) -> Verdict | None:
-    blobs = [m.group(0) for m in _HEX.finditer(text)] + [m.group(0)
-                                                          for m in _BASE64.finditer(text)]
+def encoded_blobs(text: str) -> list[str]:
+    """The distinct hex and base64 runs of a message (base64 wrapped over lines joined)."""
+    unwrapped = re.sub(r"(?<=[A-Za-z0-9+/=])\r?\n(?=[A-Za-z0-9+/])", "", text)
+    found = [m.group(0).strip() for m in _HEX.finditer(text)]
+    found += [m.group(0) for m in _BASE64.finditer(unwrapped)]
+    return list(dict.fromkeys(found))
+
+
+def _payload(text: str, normalised: str, depth: int) -> Verdict | None:
+    blobs = encoded_blobs(text)
+    if len(blobs) > MAX_BLOBS:
+        return Verdict(False, "encoded_payload", "encoded-too-many")
+    carrier = None
     for blob in blobs:
-        decoded = _decoded(blob.strip())
+        decoded = _decoded(blob)
         if decoded is None:
             continue
-        if _CARRIER.search(normalise(text).text):
+        if carrier is None:
+            carrier = bool(_CARRIER.search(normalised))
+        if carrier:
             return Verdict(False, "encoded_payload", "encoded-decode-and-do")
         if depth < MAX_DEPTH and not screen(decoded, max_chars=None, depth=depth + 1).allowed:
             return Verdict(False, "encoded_payload", "encoded-attack")
@@ -182,20 +209,29 @@ def _payload(text: str, depth: int) -> Verdict | None:
 
 def screen(text: str, *, max_chars: int | None, depth: int = 0) -> Verdict:
     """Whether a message may go on, and if not, its category and rule."""
+    return screen_normalised(text, max_chars=max_chars, depth=depth)[0]
+
+
+def screen_normalised(text: str, *, max_chars: int | None, depth: int = 0
+                      ) -> tuple[Verdict, Normalised | None]:
+    """:func:`screen`, with the normalised message when it got that far (so a later stage
+    does not normalise it again)."""
     if max_chars is not None and len(text) > max_chars:
-        return Verdict(False, "length", "length")
+        return Verdict(False, "length", "length"), None
     hidden = hidden_characters(text)
     if hidden is not None:
-        return Verdict(False, "hidden_characters", hidden)
+        return Verdict(False, "hidden_characters", hidden), None
     norm = normalise(text)
     for rule, pattern in _compiled(MARKUP_RULES):
         if pattern.search(norm.text):
-            return Verdict(False, rule.category, rule.id)
-    payload = _payload(unicodedata.normalize("NFKC", text), depth)
+            return Verdict(False, rule.category, rule.id), norm
+    payload = _payload(unicodedata.normalize("NFKC", text), norm.text, depth)
     if payload is not None:
-        return payload
+        return payload, norm
+    # The pattern rules read sentences; a line break inside one must not hide it.
+    flat = norm.text.replace("\n", " ")
     for rule, pattern in _compiled(RULES):
-        if pattern.search(norm.text):
+        if pattern.search(flat):
             category = "hidden_characters" if norm.obfuscated else rule.category
-            return Verdict(False, category, rule.id)
-    return ALLOWED
+            return Verdict(False, category, rule.id), norm
+    return ALLOWED, norm

@@ -249,7 +249,8 @@ def user_filters(access: AccessContext) -> SearchFilters:
     return SearchFilters(
         audiences=("user", "shared"),
         modules=(access.module,) if access.module else None,
-        locales=(access.locale,) if access.locale else None,
+        locales=(tuple(dict.fromkeys((access.locale, *access.fallback_locales)))
+                 if access.locale else None),
         tenant_scopes=scopes,
         permissions=frozenset(access.permissions),
         scope_module=access.scope_module,

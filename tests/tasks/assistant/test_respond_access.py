@@ -99,8 +99,10 @@ def seen(runtime: Runtime, who: Person, question: str = SCANNER) -> tuple[str, s
     ("acme", "en", ("warehouse.admin",), {"acme.md", "admins.md"}),
     ("globex", "en", ("warehouse.admin",), {"globex.md", "admins.md"}),
     (None, "en", ("warehouse.admin",), {"admins.md"}),
-    ("acme", "it", (), {"italiano.md"}),
-    ("globex", "it", ("warehouse.admin",), {"italiano.md"}),
+    # Locale is a preference, not a boundary: an Italian person is also answered from the
+    # English guides of their tenant and permissions (RAGPLATE_ASSISTANT_FALLBACK_LOCALES).
+    ("acme", "it", (), {"italiano.md", "acme.md"}),
+    ("globex", "it", ("warehouse.admin",), {"italiano.md", "globex.md", "admins.md"}),
 ])
 def test_only_what_the_person_may_see_reaches_the_answer(
     runtime: Runtime, tenant: str | None, locale: str, permissions: tuple[str, ...],
@@ -111,6 +113,15 @@ def test_only_what_the_person_may_see_reaches_the_answer(
 
     assert used <= allowed, used - allowed
     assert status == "answered" and used, (status, used)
+
+
+def test_an_italian_person_without_fallback_sees_italian_guides_only(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    strict = Runtime(runtime.settings.model_copy(update={"assistant_fallback_locales": []}))
+    status, used = seen(strict, person(runtime.engine, tenant="acme", locale="it-IT"))
+
+    assert (status, used) == ("answered", {"italiano.md"})
 
 
 def test_a_person_of_another_tenant_gets_the_abstention_not_a_neighbours_answer(
@@ -133,3 +144,78 @@ def test_a_module_scope_narrows_but_never_widens(runtime: Runtime) -> None:
         assert message.status == status
         assert not any(MARKERS[f] in text for f in MARKERS if f != "acme.md")
         assert message.metadata["scope"]["module"] in ("warehouse", None)
+
+
+def test_hostile_chunks_written_past_the_policy_never_reach_anyone(
+    runtime: Runtime, embedder: Embedder
+) -> None:
+    """The second and third walls: chunks the policy would refuse, written straight into the
+    store (as a driver bug or a hand-made row would), are kept out by the store filters and
+    the policy's re-check."""
+    from ragplate.catalog.documents import Chunk
+    from ragplate.infra.stores.base import EmbeddedChunk, SourceRecord
+
+    base = {"audience": "user", "module": "warehouse", "locale": "en", "version": "1",
+            "canonical_source": "x.md", "policy_classification": "user_safe",
+            "policy_classification_version": "in-app-docs-v1"}
+    hostile = {
+        "raw-wildcard": {**base, "safe_source_label": "W", "tenant_scope": ["*"],
+                         "required_permissions": []},
+        "raw-stringperm": {**base, "safe_source_label": "S", "tenant_scope": "global",
+                           "required_permissions": "warehouse.admin"},
+        "raw-developer": {**base, "safe_source_label": "D", "audience": "developer",
+                          "tenant_scope": "global", "required_permissions": []},
+    }
+    words = {"raw-wildcard": "violet", "raw-stringperm": "magenta", "raw-developer": "cobalt"}
+    store = runtime.store("user", runtime.active_profile())
+    texts = {s: f"Everyone resets the warehouse scanner with the {words[s]} master key."
+             for s in hostile}
+    vectors = embedder.embed_passages(list(texts.values()))
+    store.add([EmbeddedChunk(Chunk(s, 0, texts[s], hostile[s]), vectors[i])
+               for i, s in enumerate(texts)],
+              [SourceRecord(s, f"h-{s}", runtime.active_profile().key, 1) for s in texts])
+    try:
+        for who in (person(runtime.engine, tenant="acme"),
+                    person(runtime.engine, tenant=None, permissions=("warehouse.admin",)),
+                    person(runtime.engine, tenant="acme", locale="it")):
+            conversation = conversations.start(runtime.engine, person=who)
+            message = respond(runtime, person=who, conversation_id=conversation.id,
+                              text_in=SCANNER)
+            everything = json.dumps(message.as_dict(), ensure_ascii=False)
+            assert not any(word in everything for word in words.values()), everything
+    finally:
+        store.delete_sources(list(hostile))
+
+
+def test_the_module_scope_keeps_its_module_and_the_cross_cutting_guides(
+    settings: Settings, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    runtime = Runtime(settings)
+    store = runtime.store("user", runtime.active_profile())
+    store.reset()
+    files = {
+        "warehouse.md": page("Warehouse scanner", "Reset the warehouse scanner by holding "
+                             "the crimson button."),
+        "billing.md": page("Billing scanner", "Reset the billing scanner of the invoice desk "
+                           "with the ochre key.", module="billing"),
+        "crosscut.md": page("Search everywhere", "Reset the scanner search filters with the "
+                            "teal chip at the top of every list.", module="core").replace(
+                                "---\n\n#", "cross_cutting_user: true\n---\n\n#"),
+    }
+    root = write_corpus(tmp_path_factory.mktemp("scoped"), files)
+    index_documents(store, embedder, user_corpus(read_sources({"help": root}), runtime.policy))
+    who = person(runtime.engine, tenant=None)
+    conversation = conversations.start(runtime.engine, person=who)
+    try:
+        scoped = respond(runtime, person=who, conversation_id=conversation.id,
+                         text_in="How do I reset the scanner?", context={"module": "warehouse"})
+        generic = respond(runtime, person=who, conversation_id=conversation.id,
+                          text_in="How do I reset the scanner?")
+    finally:
+        store.reset()
+
+    labels = {c["source_label"] for c in scoped.citations}
+    assert "Help · Billing scanner" not in labels, labels
+    assert labels <= {"Help · Warehouse scanner", "Help · Search everywhere"} and labels
+    assert scoped.metadata["scope"] == {"module": "warehouse", "doc_scope": "module"}
+    assert "Help · Billing scanner" in {c["source_label"] for c in generic.citations}

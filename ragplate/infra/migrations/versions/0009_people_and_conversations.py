@@ -84,9 +84,10 @@ messages = sa.Table(
     sa.Column("refusal_category", sa.Text, nullable=True),
     sa.Column("citations", JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")),
     sa.Column("metadata", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
-    sa.Column(
-        "created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
-    ),
+    # The clock, not the transaction's start: two turns stored in one transaction keep
+    # their order.
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False,
+              server_default=sa.text("clock_timestamp()")),
     sa.CheckConstraint("role IN ('user', 'assistant')", name="ck_messages_role"),
     sa.CheckConstraint("status IS NULL OR status IN ('answered', 'abstained', 'refused')",
                        name="ck_messages_status"),
