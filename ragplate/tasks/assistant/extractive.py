@@ -112,17 +112,39 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
         bonus = 0.6 if (rank, text_) in nearest else 0.0
         return weight * (0.5 + coverage) + bonus - penalty - 0.15 * rank - 0.02 * position
 
-    scored = [(score(c), c) for c in candidates if asked & c[3]]
+    scores = {(c[0], c[1]): score(c) for c in candidates}
+    scored = sorted(((scores[(c[0], c[1])], c) for c in candidates if asked & c[3]),
+                    key=lambda sc: (-sc[0], sc[1][0], sc[1][1]))
     if not scored:
         return Extract([], [])
-    best = sorted(scored, key=lambda sc: (-sc[0], sc[1][0], sc[1][1]))[:MAX_SENTENCES]
-    chosen = sorted((c for _s, c in best), key=lambda c: (c[0], c[1]))
+    chosen = _choose(scored, {(c[0], c[1]): c for c in candidates})
     order: list[int] = []
     for rank, *_ in chosen:
         if rank not in order:
             order.append(rank)
     sentences = [Sentence(text, order.index(rank) + 1) for rank, _p, text, _t in chosen]
     return Extract(sentences, [hits[rank] for rank in order])
+
+
+Candidate = tuple[int, int, str, set[str]]
+
+
+def _choose(scored: list[tuple[float, Candidate]], by_place: dict[tuple[int, int], Candidate]
+            ) -> list[Candidate]:
+    """The best sentence, the one that follows it in its source (an answer reads on from
+    where it starts: a sentence leaning on the one before keeps its antecedent), then the
+    best of another source, or else of the same one, that scores at least half as well;
+    in their sources' order."""
+    top_score, top = scored[0]
+    chosen = [top]
+    follower = by_place.get((top[0], top[1] + 1))
+    if follower is not None and (follower[3] & top[3] or _ANAPHORA.match(follower[2])):
+        chosen.append(follower)
+    others = [c for s, c in scored if c not in chosen and s >= top_score / 2]
+    elsewhere = [c for c in others if c[0] != top[0]]
+    for candidate in (elsewhere or others)[:MAX_SENTENCES - len(chosen)]:
+        chosen.append(candidate)
+    return sorted(chosen, key=lambda c: (c[0], c[1]))
 
 
 def compose(extract: Extract, *, framing: str) -> str:
