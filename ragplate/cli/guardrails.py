@@ -15,8 +15,9 @@ from ragplate.catalog.settings import PROJECT_ROOT
 from ragplate.cli.output import console, print_json
 
 #: What the bundled intent model was trained on; assistant-screening-holdout.json stays out.
-DEFAULT_DATASETS = (PROJECT_ROOT / "datasets" / "assistant-screening.json",
-                    PROJECT_ROOT / "datasets" / "assistant-screening-more.json")
+DEFAULT_DATASETS = tuple(PROJECT_ROOT / "datasets" / name for name in (
+    "assistant-screening.json", "assistant-screening-more.json",
+    "assistant-screening-everyday.json"))
 
 
 def screen_command(
@@ -48,8 +49,8 @@ def screen_command(
 def train_command(
     dataset: Annotated[list[Path] | None, typer.Option(
         help="Screening dataset in the public assistant format (repeatable; default "
-        "datasets/assistant-screening.json and assistant-screening-more.json, what the "
-        "bundled model was trained on).")] = None,
+        "datasets/assistant-screening.json, -more.json and -everyday.json, what the bundled "
+        "model was trained on; the -holdout sets stay out).")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")
                            ] = False,
 ) -> None:

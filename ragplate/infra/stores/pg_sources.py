@@ -95,3 +95,14 @@ def indexed_modules(conn: sa.Connection, index: str, model_key: str) -> set[str]
         "WHERE index_name = :index AND model_key = :model AND metadata ? 'module'"),
         {"index": index, "model": model_key})
     return {str(r[0]) for r in rows if r[0]}
+
+
+def sources_generation(conn: sa.Connection, index: str, model_key: str
+                       ) -> tuple[datetime | None, int]:
+    """What changes whenever the sources of one (index, model) change: the newest
+    ``indexed_at`` and the count of its source records (a cheap key to cache on)."""
+    row = conn.execute(sa.text(
+        "SELECT max(indexed_at), count(*) FROM rag_sources "
+        "WHERE index_name = :index AND model_key = :model"),
+        {"index": index, "model": model_key}).one()
+    return row[0], int(row[1])

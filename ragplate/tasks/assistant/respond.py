@@ -25,7 +25,7 @@ from ragplate.catalog.people import Person
 from ragplate.infra.conversations import StoredMessage, insert_message, owned_conversation
 from ragplate.infra.models.base import Embedder
 from ragplate.infra.models.chat import ChatModel
-from ragplate.infra.stores.pg_sources import indexed_modules
+from ragplate.infra.stores.pg_sources import indexed_modules, sources_generation
 from ragplate.tasks.assistant.agent import AgentLoopError
 from ragplate.tasks.assistant.completion import ChatAnswer, complete
 from ragplate.tasks.assistant.evidence import build_evidence, source_passages
@@ -193,23 +193,23 @@ def _passages(runtime: Runtime, policy: Policy, person: Person, scope: Scope, qu
                            label_key=None)
 
 
-#: Seconds the modules of an index are remembered (a new module appears within this).
-MODULES_TTL = 60.0
-_modules: dict[tuple[str, str], tuple[float, set[str]]] = {}
+_modules: dict[tuple[str, str], tuple[Any, set[str]]] = {}
 
 
 def _known_modules(runtime: Runtime, policy: Policy) -> set[str] | None:
-    """The modules of the profile's index, remembered for :data:`MODULES_TTL` seconds;
-    ``None`` for a store that does not list them (the scope then stays generic)."""
+    """The modules of the profile's index, read again only when its sources changed (the
+    newest indexing time and the count of sources: one small query per message instead of
+    a scan of every chunk); ``None`` for a store that does not list them (the scope then
+    stays generic)."""
     if runtime.settings.vector_store != "pgvector":
         return None
     key = (policy.profile.index, runtime.active_profile().key)
-    now = time.monotonic()
-    cached = _modules.get(key)
-    if cached is None or now - cached[0] > MODULES_TTL:
-        with runtime.engine.connect() as conn:
-            cached = (now, indexed_modules(conn, *key))
-        _modules[key] = cached
+    with runtime.engine.connect() as conn:
+        generation = sources_generation(conn, *key)
+        cached = _modules.get(key)
+        if cached is None or cached[0] != generation:
+            cached = (generation, indexed_modules(conn, *key))
+            _modules[key] = cached
     return cached[1]
 
 
