@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import re
 from http import HTTPStatus
 from typing import Any
 
@@ -22,7 +23,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
-from starlette.routing import Match
 
 from ragplate.catalog.errors import RagplateError
 from ragplate.catalog.text import without_paths
@@ -92,12 +92,18 @@ def _problems(exc: RequestValidationError) -> list[dict[str, Any]]:
     return problems
 
 
-def _allowed_methods(request: Request) -> list[str]:
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _child = route.matches(request.scope)
-        if match == Match.PARTIAL:
-            methods |= set(getattr(route, "methods", None) or ())
+_HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
+
+
+def _allowed_methods(request: Request, named: str) -> list[str]:
+    """The methods of every route of the request's path: those the OpenAPI document
+    declares for a matching path template, and those Starlette named (routes left out of
+    the document, such as ``HEAD /health``)."""
+    methods = {m.strip().upper() for m in named.split(",") if m.strip()}
+    for template, operations in request.app.openapi().get("paths", {}).items():
+        pattern = "^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)) + "$"
+        if re.match(pattern, request.url.path):
+            methods |= {m.upper() for m in operations if m in _HTTP_METHODS}
     return sorted(methods)
 
 
@@ -140,5 +146,6 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 405:
             # Starlette names the methods of the first route of the path only; a path with
             # a GET and a POST route must list both.
-            response.headers["Allow"] = ", ".join(_allowed_methods(request))
+            named = (exc.headers or {}).get("Allow", "")
+            response.headers["Allow"] = ", ".join(_allowed_methods(request, named))
         return response
