@@ -61,11 +61,12 @@ def screen_message(runtime: Runtime, text: str, *, max_chars: int | None = None,
     verdict, norm = screen_normalised(text, max_chars=max_chars)
     if not verdict.allowed or norm is None:
         return verdict
-    profile = runtime.active_profile()
-    model = intent_models.load(runtime.settings.home, profile.key)
+    # The serving profile is a database read: a caller that has an embedder of it passes it.
+    embedder = embedder or runtime.embedder(runtime.active_profile())
+    model = intent_models.load(runtime.settings.home, embedder.profile.key)
     if model is None:
         return verdict
-    vector = (embedder or runtime.embedder(profile)).embed_query(text)
+    vector = embedder.embed_query(text)
     return intent_verdict(model, vector, text, norm) or verdict
 
 

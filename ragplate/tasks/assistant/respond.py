@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ragplate.catalog.assistant import Policy, compile_policy, text
+from ragplate.catalog.documents import AccessContext
 from ragplate.catalog.errors import ChatModelError, NotFoundError, StructuredOutputError
 from ragplate.catalog.people import Person
 from ragplate.infra.conversations import StoredMessage, insert_message, owned_conversation
@@ -99,7 +100,8 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
         if verdict.category == "length":
             turn.text = text(locale, "too_long").format(limit=policy.max_input_chars)
         return turn
-    scope = resolve_scope(policy, context, lambda: _known_modules(runtime, policy))
+    scope = resolve_scope(policy, context,
+                          lambda: _known_modules(runtime, policy, embedder.profile.key))
     hits = _retrieve(runtime, policy, person, scope, text_in, embedder)
     retrieved = time.perf_counter()
     evidence = build_evidence(hits)
@@ -163,14 +165,19 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
                 metadata=meta)
 
 
+def _access(policy: Policy, person: Person, scope: Scope) -> AccessContext:
+    """The user index's principal for one message: the person, the scope's module, the
+    policy's fallback locales (what retrieval and the extra passages both filter by)."""
+    return person.access(scope_module=scope.module, fallback_locales=policy.fallback_locales)
+
+
 def _retrieve(runtime: Runtime, policy: Policy, person: Person, scope: Scope,
               question: str, embedder: Embedder) -> list[Hit]:
     store = runtime.store(policy.profile.index, embedder.profile)
     settings = runtime.settings
     if policy.profile.index == "user":
         return retrieve_user(question, store=store, embedder=embedder,
-                             access=person.access(scope_module=scope.module,
-                                                  fallback_locales=policy.fallback_locales),
+                             access=_access(policy, person, scope),
                              policy=runtime.policy, top_k=policy.max_documents,
                              min_score=policy.min_similarity, strategy=settings.docs_retrieval,
                              rrf_k=settings.docs_rrf_k)
@@ -185,8 +192,7 @@ def _passages(runtime: Runtime, policy: Policy, person: Person, scope: Scope, qu
     filters as the retrieval (the user index: the person's)."""
     store = runtime.store(policy.profile.index, embedder.profile)
     if policy.profile.index == "user":
-        filters = user_filters(person.access(scope_module=scope.module,
-                                             fallback_locales=policy.fallback_locales))
+        filters = user_filters(_access(policy, person, scope))
         return source_passages(store, embedder.embed_query(question), hits, filters=filters,
                                label_key="safe_source_label")
     return source_passages(store, embedder.embed_query(question), hits, filters=None,
@@ -196,14 +202,14 @@ def _passages(runtime: Runtime, policy: Policy, person: Person, scope: Scope, qu
 _modules: dict[tuple[str, str], tuple[Any, set[str]]] = {}
 
 
-def _known_modules(runtime: Runtime, policy: Policy) -> set[str] | None:
+def _known_modules(runtime: Runtime, policy: Policy, model_key: str) -> set[str] | None:
     """The modules of the profile's index, read again only when its sources changed (the
     newest indexing time and the count of sources: one small query per message instead of
     a scan of every chunk); ``None`` for a store that does not list them (the scope then
     stays generic)."""
     if runtime.settings.vector_store != "pgvector":
         return None
-    key = (policy.profile.index, runtime.active_profile().key)
+    key = (policy.profile.index, model_key)
     with runtime.engine.connect() as conn:
         generation = sources_generation(conn, *key)
         cached = _modules.get(key)
