@@ -237,6 +237,13 @@ class NotFoundError(InvalidInputError):
     http_status = 404
 
 
+class NotAcceptableError(InvalidInputError):
+    """A request whose ``Accept`` header rules out every form the route answers in. HTTP
+    406."""
+
+    http_status = 406
+
+
 class UnknownUserError(NotFoundError):
     """A user name that is not in the people table."""
 

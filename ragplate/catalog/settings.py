@@ -202,6 +202,16 @@ class Settings(BaseSettings):
         default=3, ge=1, le=10,
         description="Documents the assistant retrieves as evidence for one message.",
     )
+    assistant_stream_delay_ms: int = Field(
+        default=30, ge=0, le=1000,
+        description="Pause between two text chunks of a streamed answer (POST /app/ai/agent): "
+        "the validated answer is delivered a few words at a time so it reads as it arrives.",
+    )
+    assistant_stream_keepalive_seconds: float = Field(
+        default=10.0, gt=0, le=300,
+        description="While a streamed answer is being prepared, a keep-alive comment is sent "
+        "after this many seconds without an event, so proxies keep the connection open.",
+    )
     guardrails_input_max_chars: int = Field(
         default=4000, ge=100, le=100_000,
         description="The longest message the assistant accepts; a longer one is refused "

@@ -106,7 +106,8 @@ PUBLIC_METADATA = ("profile", "policy_version", "answerer", "sentences", "latenc
                    "degraded_reason")
 
 
-def _message(stored: Any) -> MessageOut:
+def message_out(stored: Any) -> MessageOut:
+    """The public shape of a stored message (its metadata cut to :data:`PUBLIC_METADATA`)."""
     body = stored.as_dict()
     body.pop("created_at", None)
     body["metadata"] = {k: v for k, v in body["metadata"].items() if k in PUBLIC_METADATA}
@@ -136,7 +137,7 @@ def get_conversation(conversation_id: uuid.UUID, runtime: RuntimeDep, person: Me
     """A conversation with its messages."""
     found = conversations.read(runtime.engine, person=person, conversation_id=conversation_id)
     return ConversationWithMessages(id=str(found.id), title=found.title,
-                                    messages=[_message(m) for m in found.messages])
+                                    messages=[message_out(m) for m in found.messages])
 
 
 @router.post("/conversations/{conversation_id}/messages", response_model=MessageOut,
@@ -154,7 +155,7 @@ def send_message(conversation_id: uuid.UUID, body: NewMessage, runtime: RuntimeD
     finally:
         if chat is not None:
             chat.close()
-    return _message(stored)
+    return message_out(stored)
 
 
 @router.get("/capabilities", response_model=Capabilities, responses=RESPONSES)

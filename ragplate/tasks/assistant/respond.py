@@ -47,6 +47,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("ragplate.assistant")
 
+#: The steps of a message, in order, as :func:`answer_turn` reports them to ``on_phase``
+#: (a refused question stops after the first; an abstention skips the last).
+PHASES = ("validating_input", "retrieving", "generating", "validating_output")
+
+
+def _ignore(_phase: str) -> None:
+    return None
+
 
 @dataclass
 class Turn:
@@ -84,9 +92,12 @@ def _refused(locale: str, category: str, rule: str | None, **metadata: Any) -> T
 
 def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
                 context: Mapping[str, Any] | None, profile: str,
-                chat: ChatModel | None = None) -> Turn:
-    """Everything respond() decides for one message, without storing it."""
+                chat: ChatModel | None = None,
+                on_phase: Callable[[str], None] = _ignore) -> Turn:
+    """Everything respond() decides for one message, without storing it; ``on_phase`` is
+    told each of :data:`PHASES` as it starts."""
     started = time.perf_counter()
+    on_phase("validating_input")
     policy = compile_policy(profile, runtime.settings)
     locale = person.locale
     base: dict[str, Any] = {"profile": policy.profile.name,
@@ -100,17 +111,20 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
         if verdict.category == "length":
             turn.text = text(locale, "too_long").format(limit=policy.max_input_chars)
         return turn
+    on_phase("retrieving")
     scope = resolve_scope(policy, context,
                           lambda: _known_modules(runtime, policy, embedder.profile.key))
     hits = _retrieve(runtime, policy, person, scope, text_in, embedder)
     retrieved = time.perf_counter()
     evidence = build_evidence(hits)
+    on_phase("generating")
     meta = {**base, "scope": scope.as_dict(), "retrieved": len(hits),
             "evidence_withheld": evidence.withheld}
     turn = _complete(policy, locale, text_in, evidence.hits, meta, evidence, chat,
                      lambda: _passages(runtime, policy, person, scope, text_in, embedder,
                                        evidence.hits))
     if turn.status == "answered":
+        on_phase("validating_output")
         checked = check_output(turn.text, end_user=policy.profile.end_user,
                                max_chars=policy.max_output_chars)
         if not checked.allowed:
@@ -221,14 +235,16 @@ def _known_modules(runtime: Runtime, policy: Policy, model_key: str) -> set[str]
 
 def respond(runtime: Runtime, *, person: Person, conversation_id: uuid.UUID, text_in: str,
             context: Mapping[str, Any] | None = None, profile: str = "in_app",
-            chat: ChatModel | None = None) -> StoredMessage:
+            chat: ChatModel | None = None,
+            on_phase: Callable[[str], None] = _ignore) -> StoredMessage:
     """Answer one message of ``person`` in their conversation and store both; another
-    person's conversation (or none) is a :class:`NotFoundError`."""
+    person's conversation (or none) is a :class:`NotFoundError`. ``on_phase`` hears each
+    step as it starts (:data:`PHASES`)."""
     with runtime.engine.connect() as conn:
         if owned_conversation(conn, user_id=person.id, conversation_id=conversation_id) is None:
             raise NotFoundError("no such conversation")
     turn = answer_turn(runtime, person=person, text_in=text_in, context=context,
-                       profile=profile, chat=chat)
+                       profile=profile, chat=chat, on_phase=on_phase)
     with runtime.engine.begin() as conn:
         # Locked, so two messages of one conversation are stored one after the other, and
         # a conversation deleted meanwhile is not written to.
