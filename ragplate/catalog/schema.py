@@ -212,7 +212,8 @@ conversations = sa.Table(
 )
 
 #: The messages of a conversation: the person's (``user``) and the assistant's, with the
-#: status (answered, abstained, refused), refusal category, citations and metadata.
+#: status (answered, abstained, refused, clarification), refusal category, citations and
+#: metadata.
 messages = sa.Table(
     "messages",
     metadata,
@@ -230,7 +231,8 @@ messages = sa.Table(
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False,
               server_default=sa.text("clock_timestamp()")),
     sa.CheckConstraint("role IN ('user', 'assistant')", name="ck_messages_role"),
-    sa.CheckConstraint("status IS NULL OR status IN ('answered', 'abstained', 'refused')",
+    sa.CheckConstraint("status IS NULL OR status IN ('answered', 'abstained', 'refused', "
+                       "'clarification')",
                        name="ck_messages_status"),
     sa.Index("ix_messages_conversation", "conversation_id", "created_at"),
 )

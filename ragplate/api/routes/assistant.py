@@ -54,7 +54,7 @@ class MessageOut(BaseModel):
     id: str
     role: Literal["user", "assistant"]
     text: str
-    status: Literal["answered", "abstained", "refused"] | None
+    status: Literal["answered", "abstained", "refused", "clarification"] | None
     refusal_category: str | None
     citations: list[Citation]
     metadata: dict[str, Any]

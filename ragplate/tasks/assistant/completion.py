@@ -27,6 +27,10 @@ INSTRUCTIONS = {
             "evidence block, in the language of the locale {locale}. If the excerpts do not "
             "answer the question, set supported to false."),
 }
+#: Said to either profile: asking back is the model's decision, taken on the excerpts.
+CLARIFY = (" If the question could mean several different things the excerpts describe, "
+           "set clarification to true and make the answer one short question that asks "
+           "the person which one they mean.")
 
 
 class ChatAnswer(BaseModel):
@@ -36,6 +40,9 @@ class ChatAnswer(BaseModel):
     answer: str = Field(min_length=1, description="The answer, in plain text or Markdown.")
     supported: bool = Field(description="Whether the excerpts answer the question.")
     citations: list[int] = Field(description="The numbers of the excerpts the answer uses.")
+    # Optional, so a model that never asks back is not retried for leaving it out.
+    clarification: bool = Field(default=False, description="Whether the answer is a "
+                                "question back to the person because theirs is ambiguous.")
 
 
 def complete(model: ChatModel, *, policy: Policy, question: str, evidence: Evidence,
@@ -45,11 +52,11 @@ def complete(model: ChatModel, *, policy: Policy, question: str, evidence: Evide
     (:class:`StructuredOutputError`): its sources would have to be made up."""
     messages = [
         {"role": "system", "content": INSTRUCTIONS[policy.profile.end_user].format(
-            locale=locale)},
+            locale=locale) + CLARIFY},
         {"role": "user", "content": f"{untrusted_block(evidence)}\n\nQuestion: {question}"},
     ]
     answer = structured(model, messages, ChatAnswer, max_retries=MAX_RETRIES)
     valid = [n for n in dict.fromkeys(answer.citations) if 1 <= n <= len(evidence.hits)]
-    if answer.supported and not valid:
+    if answer.supported and not valid and not answer.clarification:
         raise StructuredOutputError("the chat model's answer cites no excerpt of the evidence")
     return answer.model_copy(update={"citations": valid})

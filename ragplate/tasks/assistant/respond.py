@@ -24,23 +24,16 @@ from ragplate.catalog.documents import AccessContext
 from ragplate.catalog.errors import ChatModelError, NotFoundError, StructuredOutputError
 from ragplate.catalog.people import Person
 from ragplate.infra.conversations import StoredMessage, insert_message, owned_conversation
-from ragplate.infra.models.base import Embedder
 from ragplate.infra.models.chat import ChatModel
-from ragplate.infra.stores.pg_sources import indexed_modules, sources_generation
 from ragplate.tasks.assistant.agent import AgentLoopError
 from ragplate.tasks.assistant.completion import ChatAnswer, complete
-from ragplate.tasks.assistant.evidence import build_evidence, source_passages
+from ragplate.tasks.assistant.evidence import build_evidence
 from ragplate.tasks.assistant.extractive import compose, extract
 from ragplate.tasks.assistant.guard import RememberingEmbedder, screen_message
 from ragplate.tasks.assistant.output_policy import check_output
 from ragplate.tasks.assistant.scope import Scope, resolve_scope
-from ragplate.tasks.retrieval.documentation import (
-    Hit,
-    excerpt,
-    retrieve_developer,
-    retrieve_user,
-    user_filters,
-)
+from ragplate.tasks.assistant.sources import DocumentationSources, IndexSources
+from ragplate.tasks.retrieval.documentation import Hit, excerpt
 
 if TYPE_CHECKING:
     from ragplate.infra.runtime import Runtime
@@ -93,18 +86,22 @@ def _refused(locale: str, category: str, rule: str | None, **metadata: Any) -> T
 def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
                 context: Mapping[str, Any] | None, profile: str,
                 chat: ChatModel | None = None,
-                on_phase: Callable[[str], None] = _ignore) -> Turn:
+                on_phase: Callable[[str], None] = _ignore,
+                sources: DocumentationSources | None = None) -> Turn:
     """Everything respond() decides for one message, without storing it; ``on_phase`` is
-    told each of :data:`PHASES` as it starts."""
+    told each of :data:`PHASES` as it starts; ``sources`` default to the serving
+    profile's indexes."""
     started = time.perf_counter()
     on_phase("validating_input")
     policy = compile_policy(profile, runtime.settings)
     locale = person.locale
     base: dict[str, Any] = {"profile": policy.profile.name,
                             "policy_version": policy.policy_version}
-    embedder = RememberingEmbedder(runtime.embedder(runtime.active_profile()))
+    if sources is None:
+        sources = IndexSources(runtime,
+                               RememberingEmbedder(runtime.embedder(runtime.active_profile())))
     verdict = screen_message(runtime, text_in, max_chars=policy.max_input_chars,
-                             embedder=embedder)
+                             embedder=sources.embedder)
     screened = time.perf_counter()
     if not verdict.allowed:
         turn = _refused(locale, str(verdict.category), verdict.rule, **base)
@@ -112,18 +109,17 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
             turn.text = text(locale, "too_long").format(limit=policy.max_input_chars)
         return turn
     on_phase("retrieving")
-    scope = resolve_scope(policy, context,
-                          lambda: _known_modules(runtime, policy, embedder.profile.key))
-    hits = _retrieve(runtime, policy, person, scope, text_in, embedder)
+    scope = resolve_scope(policy, context, lambda: sources.modules(policy.profile.index))
+    access = _access(policy, person, scope)
+    hits = sources.retrieve(policy, access, text_in)
     retrieved = time.perf_counter()
     evidence = build_evidence(hits)
     on_phase("generating")
     meta = {**base, "scope": scope.as_dict(), "retrieved": len(hits),
             "evidence_withheld": evidence.withheld}
     turn = _complete(policy, locale, text_in, evidence.hits, meta, evidence, chat,
-                     lambda: _passages(runtime, policy, person, scope, text_in, embedder,
-                                       evidence.hits))
-    if turn.status == "answered":
+                     lambda: sources.passages(policy, access, text_in, evidence.hits))
+    if turn.status in ("answered", "clarification"):  # the model's own words
         on_phase("validating_output")
         checked = check_output(turn.text, end_user=policy.profile.end_user,
                                max_chars=policy.max_output_chars)
@@ -168,6 +164,9 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
         meta = {**meta, "answerer": "extractive", "sentences": [
             {"text": s.text, "citation": s.citation} for s in chosen.sentences]}
     else:
+        if reply.clarification:
+            return Turn("clarification", reply.answer.strip(),
+                        metadata={**meta, "answerer": "chat"})
         if not reply.supported:
             return Turn("abstained", text(locale, "abstention"),
                         metadata={**meta, "answerer": "chat"})
@@ -179,58 +178,13 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
                 metadata=meta)
 
 
-def _access(policy: Policy, person: Person, scope: Scope) -> AccessContext:
+def _access(policy: Policy, person: Person, scope: Scope) -> AccessContext | None:
     """The user index's principal for one message: the person, the scope's module, the
-    policy's fallback locales (what retrieval and the extra passages both filter by)."""
-    return person.access(scope_module=scope.module, fallback_locales=policy.fallback_locales)
-
-
-def _retrieve(runtime: Runtime, policy: Policy, person: Person, scope: Scope,
-              question: str, embedder: Embedder) -> list[Hit]:
-    store = runtime.store(policy.profile.index, embedder.profile)
-    settings = runtime.settings
-    if policy.profile.index == "user":
-        return retrieve_user(question, store=store, embedder=embedder,
-                             access=_access(policy, person, scope),
-                             policy=runtime.policy, top_k=policy.max_documents,
-                             min_score=policy.min_similarity, strategy=settings.docs_retrieval,
-                             rrf_k=settings.docs_rrf_k)
-    return retrieve_developer(question, store=store, embedder=embedder,
-                              top_k=policy.max_documents, min_score=policy.min_similarity,
-                              strategy=settings.docs_retrieval, rrf_k=settings.docs_rrf_k)
-
-
-def _passages(runtime: Runtime, policy: Policy, person: Person, scope: Scope, question: str,
-              embedder: Embedder, hits: list[Hit]) -> dict[int, list[str]]:
-    """More of the best sources' chunks for the extractive answerer, under the same
-    filters as the retrieval (the user index: the person's)."""
-    store = runtime.store(policy.profile.index, embedder.profile)
-    if policy.profile.index == "user":
-        filters = user_filters(_access(policy, person, scope))
-        return source_passages(store, embedder.embed_query(question), hits, filters=filters,
-                               label_key="safe_source_label")
-    return source_passages(store, embedder.embed_query(question), hits, filters=None,
-                           label_key=None)
-
-
-_modules: dict[tuple[str, str], tuple[Any, set[str]]] = {}
-
-
-def _known_modules(runtime: Runtime, policy: Policy, model_key: str) -> set[str] | None:
-    """The modules of the profile's index, read again only when its sources changed (the
-    newest indexing time and the count of sources: one small query per message instead of
-    a scan of every chunk); ``None`` for a store that does not list them (the scope then
-    stays generic)."""
-    if runtime.settings.vector_store != "pgvector":
+    policy's fallback locales (what retrieval and the extra passages both filter by);
+    ``None`` on the developer index, which holds every document."""
+    if policy.profile.index != "user":
         return None
-    key = (policy.profile.index, model_key)
-    with runtime.engine.connect() as conn:
-        generation = sources_generation(conn, *key)
-        cached = _modules.get(key)
-        if cached is None or cached[0] != generation:
-            cached = (generation, indexed_modules(conn, *key))
-            _modules[key] = cached
-    return cached[1]
+    return person.access(scope_module=scope.module, fallback_locales=policy.fallback_locales)
 
 
 def respond(runtime: Runtime, *, person: Person, conversation_id: uuid.UUID, text_in: str,

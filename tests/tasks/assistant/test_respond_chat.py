@@ -237,3 +237,30 @@ def test_an_answer_citing_nothing_of_the_evidence_is_not_given_its_sources_made_
     assert message.metadata["degraded_reason"] == "chat_invalid_answer"
     assert message.citations and {s["citation"] for s in message.metadata["sentences"]} <= set(
         range(1, len(message.citations) + 1))
+
+
+def test_a_model_that_asks_back_stores_a_clarification_without_citations(
+    runtime: Runtime, person: Person
+) -> None:
+    question = "Which kind of search do you mean: the help articles or the records list?"
+    asked = Text(json.dumps({"answer": question, "supported": True, "citations": [],
+                             "clarification": True}))
+
+    message, bodies = ask(runtime, person, [asked], question="How can I find it?")
+
+    assert (message.status, message.text, message.citations) == ("clarification", question, [])
+    assert message.metadata["answerer"] == "chat" and len(bodies) == 1
+    assert "clarification" in bodies[0]["messages"][0]["content"]
+
+
+def test_a_clarification_goes_through_the_output_policy_too(
+    runtime: Runtime, person: Person
+) -> None:
+    key = "sk-proj-abcdefghijklmnopqrstuvwx1234"
+    leaking = Text(json.dumps({"answer": f"Do you mean the key {key}?", "supported": True,
+                               "citations": [], "clarification": True}))
+
+    message, _ = ask(runtime, person, [leaking], question="How can I find it?")
+
+    assert (message.status, message.refusal_category) == ("refused", "output_secret")
+    assert "sk-proj" not in message.text
