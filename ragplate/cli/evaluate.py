@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from ragplate.catalog.errors import InvalidInputError
-from ragplate.cli import evaluate_content
+from ragplate.cli import evaluate_assistant, evaluate_content
 from ragplate.cli.output import console, print_json, quiet_expected_errors
 
 
@@ -167,10 +167,12 @@ def _print(report: dict[str, Any], output: Path) -> None:
 
 def register(app: typer.Typer) -> None:
     """Attach the ``evaluate`` group: ``documentation`` and ``check`` here,
-    ``application-content`` and ``strategies`` from :mod:`ragplate.cli.evaluate_content`."""
+    ``application-content`` and ``strategies`` from :mod:`ragplate.cli.evaluate_content`,
+    ``assistant`` from :mod:`ragplate.cli.evaluate_assistant`."""
     group = typer.Typer(help="Evaluate retrieval against graded datasets; reports as JSON + "
                         "HTML.", no_args_is_help=True)
     group.command("documentation")(documentation)
     group.command("check")(check)
     evaluate_content.register(group)
+    evaluate_assistant.register(group)
     app.add_typer(group, name="evaluate")

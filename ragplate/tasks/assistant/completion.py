@@ -4,6 +4,8 @@ validation error up to :data:`MAX_RETRIES` times)."""
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, Field
 
 from ragplate.catalog.assistant import Policy
@@ -60,3 +62,20 @@ def complete(model: ChatModel, *, policy: Policy, question: str, evidence: Evide
     if answer.supported and not valid and not answer.clarification:
         raise StructuredOutputError("the chat model's answer cites no excerpt of the evidence")
     return answer.model_copy(update={"citations": valid})
+
+
+_MARKER = re.compile(r"\s?\[(\d+)\]")
+
+
+def renumber(answer: str, cited: list[int]) -> str:
+    """The model's ``[n]`` markers (numbers of the evidence) as the numbers of the message's
+    own citations, which list only the cited excerpts in ``cited`` order: ``[3]`` becomes
+    ``[1]`` when excerpt 3 is the first cited; a marker of an excerpt not cited is removed
+    (it would point at a citation the message does not carry)."""
+    position = {number: index for index, number in enumerate(cited, 1)}
+
+    def replace(match: re.Match[str]) -> str:
+        index = position.get(int(match.group(1)))
+        return match.group(0).replace(match.group(1), str(index)) if index else ""
+
+    return _MARKER.sub(replace, answer)

@@ -26,7 +26,7 @@ from ragplate.catalog.people import Person
 from ragplate.infra.conversations import StoredMessage, insert_message, owned_conversation
 from ragplate.infra.models.chat import ChatModel
 from ragplate.tasks.assistant.agent import AgentLoopError
-from ragplate.tasks.assistant.completion import ChatAnswer, complete
+from ragplate.tasks.assistant.completion import ChatAnswer, complete, renumber
 from ragplate.tasks.assistant.evidence import build_evidence
 from ragplate.tasks.assistant.extractive import compose, extract
 from ragplate.tasks.assistant.guard import RememberingEmbedder, screen_message
@@ -171,7 +171,8 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
             return Turn("abstained", text(locale, "abstention"),
                         metadata={**meta, "answerer": "chat"})
         cited = [hits[n - 1] for n in reply.citations]
-        answer, meta = reply.answer.strip(), {**meta, "answerer": "chat"}
+        answer = renumber(reply.answer, reply.citations).strip()
+        meta = {**meta, "answerer": "chat"}
     if policy.format_citations:
         answer += _sources_block(cited, locale)
     return Turn("answered", answer, citations=_citations(cited, quoted if reply is None else None),

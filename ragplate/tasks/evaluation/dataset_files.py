@@ -20,6 +20,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
+from ragplate.catalog.assistant_datasets import AssistantDataset
 from ragplate.catalog.datasets import (
     CASE_ID_PATTERN,
     DATASET_MODELS,
@@ -160,10 +161,14 @@ def read_dataset(path: Path | str, kind: type[DocumentationDataset], *,
 @overload
 def read_dataset(path: Path | str, kind: type[ApplicationContentDataset], *,
                  project: Path = ...) -> LoadedDataset[ApplicationContentDataset]: ...
+@overload
+def read_dataset(path: Path | str, kind: type[AssistantDataset], *,
+                 project: Path = ...) -> LoadedDataset[AssistantDataset]: ...
 def read_dataset(path: Path | str, kind: type[Any], *,
                  project: Path = PROJECT_ROOT) -> LoadedDataset[Any]:
-    """Read and validate a dataset file of ``kind`` (:class:`DocumentationDataset` or
-    :class:`ApplicationContentDataset`); raises :class:`DatasetError`.
+    """Read and validate a dataset file of ``kind`` (:class:`DocumentationDataset`,
+    :class:`ApplicationContentDataset` or :class:`AssistantDataset`); raises
+    :class:`DatasetError`.
 
     Caps: at most :data:`MAX_FILE_BYTES` bytes, JSON nested at most :data:`MAX_JSON_DEPTH`
     levels, an object at the root, at most :data:`MAX_CASES` cases, then the exact
