@@ -8,6 +8,7 @@ from ragplate import __version__
 from ragplate.api.body_limit import BodyLimit
 from ragplate.api.errors import install_error_handlers
 from ragplate.api.routes import agent, assistant, docs_search, health, search
+from ragplate.api.routes.chat_page import install_chat_page
 from ragplate.api.routes.docs_ui import install_docs_page
 from ragplate.catalog.entities import entities
 from ragplate.catalog.settings import Settings
@@ -36,4 +37,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(agent.router)
     search.document_entities(app, list(entities(app.state.runtime.settings)))
     install_docs_page(app)
+    install_chat_page(app)
     return app

@@ -7,7 +7,6 @@ keep-alives on a slow model, and a client that leaves early without losing the a
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,16 +16,14 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
-import uvicorn
 
-from ragplate.api.app import create_app
 from ragplate.catalog.assistant import text
 from ragplate.catalog.settings import ServerSettings, Settings
 from ragplate.infra.models.base import Embedder
 from ragplate.infra.runtime import Runtime
 from ragplate.tasks.assistant.respond import PHASES
 from ragplate.tasks.indexing.read import read_sources, user_corpus
-from tests.conftest import free_port
+from tests.testing.app_server import AppServer
 from tests.testing.chat_double import ChatDouble, Text, completion
 from tests.testing.corpus import index_documents
 from tests.testing.http_double import Reply
@@ -43,32 +40,6 @@ ANSWER_TEXT_EVENTS = {"response.output_text.delta", "response.output_text.annota
                       "response.output_text.done"}
 
 
-class Server:
-    """The app served by uvicorn on a free loopback port, in a thread."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1",
-                                                    port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> Server:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
-
-
 @pytest.fixture(scope="module")
 def indexed(settings: Settings, engine: sa.Engine, embedder: Embedder) -> Settings:
     runtime = Runtime(settings)
@@ -79,8 +50,8 @@ def indexed(settings: Settings, engine: sa.Engine, embedder: Embedder) -> Settin
 
 
 @pytest.fixture(scope="module")
-def server(indexed: Settings) -> Iterator[Server]:
-    with Server(indexed) as running:
+def server(indexed: Settings) -> Iterator[AppServer]:
+    with AppServer(indexed) as running:
         yield running
 
 
@@ -128,7 +99,7 @@ def stored(url: str, headers: dict[str, str], conversation_id: str) -> list[dict
 
 
 def test_an_answer_streams_its_phases_then_its_validated_text_and_citations(
-    server: Server, person: dict[str, str]
+    server: AppServer, person: dict[str, str]
 ) -> None:
     cid = start(server.url, person)
 
@@ -163,7 +134,7 @@ def test_an_answer_streams_its_phases_then_its_validated_text_and_citations(
 
 
 def test_a_refused_question_streams_the_refusal_and_no_answer_text(
-    server: Server, person: dict[str, str]
+    server: AppServer, person: dict[str, str]
 ) -> None:
     cid = start(server.url, person)
 
@@ -187,7 +158,7 @@ def test_a_chat_answer_holding_a_secret_never_reaches_the_wire(
                          "supported": True, "citations": [1]})
     with ChatDouble([Text(answer)]) as double:
         chat = {"chat": ServerSettings(url=double.url, model="m", timeout=10.0)}
-        with Server(indexed.model_copy(update={"servers": {**indexed.servers, **chat}})) as app:
+        with AppServer(indexed.model_copy(update={"servers": {**indexed.servers, **chat}})) as app:
             cid = start(app.url, person)
             raw, events = stream(app.url, person, cid, QUESTION)
             assert len(double.bodies()) == 1, "the model was not asked"
@@ -212,7 +183,7 @@ def test_a_slow_model_gets_keepalives_and_the_answer_after_them(
         chat = {"chat": ServerSettings(url=double.url, model="m", timeout=10.0)}
         patient = indexed.model_copy(update={"servers": {**indexed.servers, **chat},
                                              "assistant_stream_keepalive_seconds": 0.2})
-        with Server(patient) as app:
+        with AppServer(patient) as app:
             cid = start(app.url, person)
             raw, events = stream(app.url, person, cid, QUESTION)
 
@@ -231,7 +202,7 @@ def test_a_client_that_leaves_early_cancels_nothing_stored(
     slow = Reply(body=completion(Text(answer), model="m", number=1), delay=1.0)
     with ChatDouble([lambda _request: slow]) as double:
         chat = {"chat": ServerSettings(url=double.url, model="m", timeout=10.0)}
-        with Server(indexed.model_copy(update={"servers": {**indexed.servers, **chat}})) as app:
+        with AppServer(indexed.model_copy(update={"servers": {**indexed.servers, **chat}})) as app:
             cid = start(app.url, person)
             with httpx.stream("POST", f"{app.url}/app/ai/agent", timeout=30,
                               headers={**person, "Accept": "text/event-stream"},
@@ -248,7 +219,7 @@ def test_a_client_that_leaves_early_cancels_nothing_stored(
 
 
 def test_errors_before_the_stream_are_plain_json(
-    server: Server, person: dict[str, str], engine: sa.Engine
+    server: AppServer, person: dict[str, str], engine: sa.Engine
 ) -> None:
     cid = start(server.url, person)
     other = bearer(engine, permissions=(), tenant="acme")

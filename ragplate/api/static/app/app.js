@@ -1,0 +1,535 @@
+// The chat page: sign in with a bearer token, pick or start a conversation, ask, and watch
+// the answer arrive over POST /app/ai/agent's event stream.
+//
+// Message text is only ever set with textContent or text nodes: an answer quotes the
+// documentation, and a question is whatever a person typed.
+//
+// Each event of the stream is also dispatched on window as a "ragplate:stream"
+// CustomEvent (its detail the event's JSON), for a page that embeds this one to follow.
+
+import {
+  ApiError,
+  askStreaming,
+  capabilities,
+  createConversation,
+  getConversation,
+  listConversations,
+} from "./api.js";
+import { language, languageOf, setLanguage, t, translate } from "./i18n.js";
+
+const TOKEN_KEY = "ragplate.token";
+const LOCALE_KEY = "ragplate.locale";
+const TITLE_LENGTH = 80;
+
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  token: null,
+  conversations: [],
+  currentId: null,
+  stream: null, // the AbortController of the answer being received
+};
+
+// ---- Small DOM helpers -------------------------------------------------------------------
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name === "className") node.className = value;
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children) {
+    if (child !== null && child !== undefined) {
+      node.append(typeof child === "string" ? document.createTextNode(child) : child);
+    }
+  }
+  return node;
+}
+
+function show(view) {
+  $("signin-view").hidden = view !== "signin";
+  $("chat-view").hidden = view !== "chat";
+  $("signout").hidden = view !== "chat";
+}
+
+function applyLanguage(locale) {
+  const lang = setLanguage(locale);
+  document.documentElement.lang = lang;
+  document.title = `ragplate · ${t("app.title")}`;
+  translate(document.body);
+}
+
+function formatScore(score) {
+  const value = Number(score);
+  if (!Number.isFinite(value)) return "";
+  return new Intl.NumberFormat(language(), { maximumFractionDigits: 2, minimumFractionDigits: 2 })
+    .format(value);
+}
+
+function titleOf(text) {
+  const line = text.replace(/[\u0000-\u001f\u007f]+/g, " ").replace(/\s+/g, " ").trim();
+  return line.length > TITLE_LENGTH ? `${line.slice(0, TITLE_LENGTH - 1).trimEnd()}…` : line;
+}
+
+function scrollToEnd() {
+  const scroller = $("messages-scroller");
+  scroller.scrollTop = scroller.scrollHeight;
+}
+
+function announce(text) {
+  $("announcer").textContent = text;
+}
+
+function showError(text) {
+  $("chat-error").textContent = text || "";
+}
+
+// ---- Citations ---------------------------------------------------------------------------
+
+let citationOpener = null;
+
+function openCitation(citation, index, opener) {
+  $("citation-label").textContent = `[${index}] ${citation.source_label}`;
+  $("citation-excerpt").textContent = citation.excerpt;
+  const score = formatScore(citation.score);
+  $("citation-score").textContent = score ? t("citation.similarity", { score }) : "";
+  citationOpener = opener;
+  $("citation").showModal();
+}
+
+function citationLink(citation, index, text, className) {
+  const link = el("a", {
+    href: `#source-${index}`,
+    className,
+    "aria-haspopup": "dialog",
+    "aria-label": t("citation.open", { index, label: citation.source_label }),
+  }, text);
+  link.addEventListener("click", (event) => {
+    event.preventDefault();
+    openCitation(citation, index, link);
+  });
+  return link;
+}
+
+/** ``text`` into ``container``, each "[n]" naming a known citation made a link to it. */
+function fillAnswer(container, text, citations) {
+  const parts = [];
+  let last = 0;
+  for (const match of text.matchAll(/\[(\d+)\]/g)) {
+    const index = Number(match[1]);
+    const citation = citations[index - 1];
+    if (!citation) continue;
+    if (match.index > last) parts.push(document.createTextNode(text.slice(last, match.index)));
+    parts.push(citationLink(citation, index, match[0], "marker"));
+    last = match.index + match[0].length;
+  }
+  if (last < text.length) parts.push(document.createTextNode(text.slice(last)));
+  container.replaceChildren(...parts);
+}
+
+function sourcesList(citations) {
+  const items = citations.map((citation, i) =>
+    el("li", {}, citationLink(citation, i + 1, citation.source_label, "source-link")));
+  return el("section", { className: "sources" },
+    el("h3", {}, t("sources.heading")),
+    el("ol", {}, ...items));
+}
+
+// ---- Messages ----------------------------------------------------------------------------
+
+const BADGES = {
+  refused: "status.refused",
+  abstained: "status.abstained",
+  clarification: "status.clarification",
+  failed: "status.failed",
+};
+
+/** The parts of an assistant message, to fill as its events arrive. */
+function assistantShell(status) {
+  const text = el("div", { className: "text" });
+  const badge = el("p", { className: "badge" });
+  const phase = el("p", { className: "phase", "aria-hidden": "true" });
+  const sources = el("div", { className: "sources-slot" });
+  const item = el("li", { className: "message assistant" },
+    el("p", { className: "role" }, t("role.assistant")), badge, text, phase, sources);
+  const shell = { item, text, badge, phase, sources };
+  setStatus(shell, status);
+  return shell;
+}
+
+function setStatus(shell, status) {
+  shell.item.dataset.status = status;
+  const badge = BADGES[status];
+  shell.badge.hidden = !badge;
+  shell.badge.textContent = badge ? t(badge) : "";
+}
+
+function userMessage(text) {
+  return el("li", { className: "message user" },
+    el("p", { className: "role" }, t("role.user")), el("div", { className: "text" }, text));
+}
+
+function assistantMessage(message) {
+  const shell = assistantShell(message.status || "answered");
+  if (message.id) shell.item.dataset.messageId = message.id;
+  if (message.refusal_category) shell.item.dataset.refusalCategory = message.refusal_category;
+  const citations = message.status === "answered" ? message.citations || [] : [];
+  fillAnswer(shell.text, message.text || "", citations);
+  shell.phase.remove();
+  if (citations.length) shell.sources.replaceChildren(sourcesList(citations));
+  return shell.item;
+}
+
+function renderMessages(messages) {
+  const list = $("messages");
+  list.replaceChildren(...messages.map((message) =>
+    message.role === "user" ? userMessage(message.text) : assistantMessage(message)));
+  $("conversation-intro").hidden = messages.length > 0;
+  scrollToEnd();
+}
+
+// ---- Conversations -----------------------------------------------------------------------
+
+function renderConversationList() {
+  const list = $("conversation-list");
+  list.replaceChildren(...state.conversations.map((conversation) => {
+    const button = el("button", {
+      type: "button",
+      className: "conversation-item",
+      "aria-current": conversation.id === state.currentId ? "true" : null,
+      "data-id": conversation.id,
+      title: conversation.title || null,
+    }, conversation.title || t("conversations.untitled"));
+    button.addEventListener("click", () => openConversation(conversation.id));
+    return el("li", {}, button);
+  }));
+  const empty = $("conversation-list-empty");
+  empty.hidden = state.conversations.length > 0;
+  const loading = list.hasAttribute("aria-busy");
+  empty.textContent = t(loading ? "conversations.loading" : "conversations.empty");
+}
+
+function setTitle(conversation) {
+  $("conversation-title").textContent = conversation
+    ? conversation.title || t("conversations.untitled")
+    : t("conversation.new");
+}
+
+async function loadConversations() {
+  const list = $("conversation-list");
+  list.setAttribute("aria-busy", "true");
+  renderConversationList();
+  try {
+    const fetched = await listConversations(state.token);
+    // One started while the list was on its way may be missing from it.
+    const listed = new Set(fetched.map((conversation) => conversation.id));
+    const started = state.conversations.filter(
+      (conversation) => conversation.id === state.currentId && !listed.has(conversation.id));
+    state.conversations = [...started, ...fetched];
+  } finally {
+    list.removeAttribute("aria-busy");
+    renderConversationList();
+  }
+}
+
+function stopStream() {
+  if (state.stream) state.stream.abort();
+  state.stream = null;
+  $("send").disabled = false;
+}
+
+async function openConversation(id) {
+  stopStream();
+  showError("");
+  state.currentId = id;
+  renderConversationList();
+  try {
+    const conversation = await getConversation(state.token, id);
+    if (state.currentId !== id) return; // another one was picked meanwhile
+    setTitle(conversation);
+    renderMessages(conversation.messages);
+  } catch (error) {
+    if (state.currentId !== id) return;
+    if (error instanceof ApiError && error.status === 404) {
+      state.conversations = state.conversations.filter((c) => c.id !== id);
+      startNewConversation();
+      showError(t("conversation.missing"));
+      return;
+    }
+    handleError(error);
+  }
+}
+
+function startNewConversation() {
+  stopStream();
+  showError("");
+  state.currentId = null;
+  renderConversationList();
+  setTitle(null);
+  renderMessages([]);
+  $("composer-text").focus();
+}
+
+// ---- Asking ------------------------------------------------------------------------------
+
+function messageOfError(error) {
+  if (!(error instanceof ApiError)) {
+    return t("error.unexpected", { status: "–", detail: String(error) });
+  }
+  if (error.status === 0) return t("error.unreachable");
+  if (error.status === 403) return t("signin.guest");
+  if (error.status === 404) return t("conversation.missing");
+  if (error.status === 413) return t("error.too_large");
+  if (error.status === 400 || error.status === 422) {
+    return t("error.invalid", { detail: error.describe() });
+  }
+  return t("error.unexpected", { status: error.status, detail: error.describe() });
+}
+
+function handleError(error) {
+  if (error instanceof ApiError && error.status === 401) {
+    signOut(t("signin.expired"));
+    return;
+  }
+  showError(messageOfError(error));
+}
+
+async function ask(text) {
+  showError("");
+  const question = userMessage(text);
+  const shell = assistantShell("pending");
+  shell.item.setAttribute("aria-busy", "true");
+  shell.phase.textContent = t("phase.starting");
+  $("messages").append(question, shell.item);
+  $("conversation-intro").hidden = true;
+  scrollToEnd();
+
+  const controller = new AbortController();
+  state.stream = controller;
+  $("send").disabled = true;
+  const citations = [];
+  let answer = "";
+  let finished = false;
+  try {
+    if (!state.currentId) {
+      const created = await createConversation(state.token, titleOf(text));
+      if (controller.signal.aborted) return;
+      state.currentId = created.id;
+      state.conversations.unshift(created);
+      renderConversationList();
+      setTitle(created);
+    }
+    for await (const event of askStreaming(state.token, state.currentId, text, controller.signal)) {
+      window.dispatchEvent(new CustomEvent("ragplate:stream", { detail: event }));
+      switch (event.type) {
+        case "response.in_progress": {
+          const phase = t(`phase.${event.phase}`);
+          if (phase !== `phase.${event.phase}`) {
+            shell.phase.textContent = phase;
+            announce(phase);
+          }
+          break;
+        }
+        case "response.output_text.delta":
+          shell.phase.remove(); // the answer itself now shows that it is coming
+          answer += event.delta;
+          shell.text.append(document.createTextNode(event.delta));
+          scrollToEnd();
+          break;
+        case "response.output_text.annotation.added": {
+          const note = event.annotation || {};
+          const index = Number(note.index) || citations.length + 1;
+          citations[index - 1] = {
+            source_label: note.source_label,
+            excerpt: note.excerpt,
+            score: note.score,
+          };
+          shell.sources.replaceChildren(sourcesList(citations.filter(Boolean)));
+          break;
+        }
+        case "response.output_text.done":
+          answer = event.text ?? answer;
+          fillAnswer(shell.text, answer, citations);
+          break;
+        case "response.refusal.done":
+          setStatus(shell, "refused");
+          shell.text.textContent = event.refusal;
+          shell.sources.replaceChildren();
+          scrollToEnd();
+          break;
+        case "response.completed": {
+          finished = true;
+          const message = event.response && event.response.message;
+          if (message) {
+            const done = assistantMessage(message);
+            shell.item.replaceWith(done);
+            scrollToEnd();
+            announce(BADGES[message.status] ? t(BADGES[message.status]) : "");
+          } else {
+            shell.phase.remove();
+            setStatus(shell, "answered");
+            shell.item.removeAttribute("aria-busy");
+            announce("");
+          }
+          break;
+        }
+        case "response.failed": {
+          finished = true;
+          const failure = (event.response && event.response.error) || {};
+          fail(shell, t("error.failed", { message: failure.message || failure.code || "" }));
+          break;
+        }
+        default:
+          break; // response.created, and any event this page does not know
+      }
+    }
+    if (!finished && !controller.signal.aborted) fail(shell, t("error.interrupted"));
+  } catch (error) {
+    if (controller.signal.aborted || error.name === "AbortError") return;
+    if (error instanceof ApiError && error.status !== 0 && !finished) {
+      // Refused before the stream began: nothing was stored; the question goes back to
+      // the composer to be sent again.
+      question.remove();
+      shell.item.remove();
+      $("conversation-intro").hidden = $("messages").children.length > 0;
+      if (!$("composer-text").value) $("composer-text").value = text;
+      if (error.status === 404) {
+        state.conversations = state.conversations.filter((c) => c.id !== state.currentId);
+        state.currentId = null;
+        renderConversationList();
+        setTitle(null);
+      }
+      handleError(error);
+    } else if (!finished) {
+      fail(shell, error instanceof ApiError ? messageOfError(error) : t("error.interrupted"));
+    }
+  } finally {
+    if (state.stream === controller) {
+      state.stream = null;
+      $("send").disabled = false;
+    }
+  }
+}
+
+function fail(shell, text) {
+  setStatus(shell, "failed");
+  shell.phase.remove();
+  shell.item.removeAttribute("aria-busy");
+  const note = el("p", { className: "failure" }, text);
+  shell.sources.replaceChildren(note);
+  announce(text);
+  scrollToEnd();
+}
+
+// ---- Signing in and out ------------------------------------------------------------------
+
+function showSignin(message = "") {
+  show("signin");
+  $("signin-error").textContent = message;
+  $("token").value = "";
+  $("token").focus();
+}
+
+async function enter(token, { fromForm = false } = {}) {
+  let found;
+  try {
+    found = await capabilities(token);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      showSignin(t(fromForm ? "signin.invalid" : "signin.expired"));
+    } else if (error instanceof ApiError && error.status === 403) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      showSignin(t("signin.guest"));
+    } else {
+      // The server being away says nothing of the token: a reload tries it again.
+      showSignin(messageOfError(error));
+    }
+    return;
+  }
+  state.token = token;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  sessionStorage.setItem(LOCALE_KEY, found.locale || "en");
+  applyLanguage(found.locale);
+  show("chat");
+  startNewConversation();
+  try {
+    await loadConversations();
+  } catch (error) {
+    handleError(error);
+  }
+}
+
+function signOut(message = "") {
+  stopStream();
+  state.token = null;
+  state.conversations = [];
+  state.currentId = null;
+  sessionStorage.removeItem(TOKEN_KEY);
+  $("conversation-list").replaceChildren();
+  $("messages").replaceChildren();
+  $("composer-text").value = "";
+  showError("");
+  showSignin(message);
+}
+
+// ---- Wiring ------------------------------------------------------------------------------
+
+function wire() {
+  $("signin-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    // A pasted "Bearer rp_…" header value works as well as the bare token.
+    const token = $("token").value.trim().replace(/^bearer\s+/i, "");
+    if (!token) {
+      $("signin-error").textContent = t("signin.empty");
+      return;
+    }
+    const submit = $("signin-submit");
+    submit.disabled = true;
+    submit.textContent = t("signin.busy");
+    try {
+      await enter(token, { fromForm: true });
+    } finally {
+      submit.disabled = false;
+      submit.textContent = t("signin.submit");
+    }
+  });
+
+  $("signout").addEventListener("click", () => signOut());
+  $("new-conversation").addEventListener("click", () => startNewConversation());
+
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const box = $("composer-text");
+    const text = box.value.trim();
+    if (!text || state.stream) return;
+    box.value = "";
+    ask(text);
+  });
+  $("composer-text").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+
+  const dialog = $("citation");
+  dialog.addEventListener("click", (event) => {
+    if (event.target === dialog) dialog.close(); // a click on the backdrop
+  });
+  dialog.addEventListener("close", () => {
+    citationOpener?.focus();
+    citationOpener = null;
+  });
+}
+
+function boot() {
+  applyLanguage(sessionStorage.getItem(LOCALE_KEY) || languageOf(navigator.language));
+  wire();
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) enter(token);
+  else showSignin();
+}
+
+boot();
