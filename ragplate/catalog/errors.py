@@ -244,6 +244,14 @@ class NotAcceptableError(InvalidInputError):
     http_status = 406
 
 
+class TooManyRequestsError(RagplateError):
+    """A person asking more at once than they may (e.g. streamed answers in flight). HTTP
+    429."""
+
+    http_status = 429
+    exit_code = 2
+
+
 class UnknownUserError(NotFoundError):
     """A user name that is not in the people table."""
 

@@ -207,6 +207,16 @@ class Settings(BaseSettings):
         description="Pause between two text chunks of a streamed answer (POST /app/ai/agent): "
         "the validated answer is delivered a few words at a time so it reads as it arrives.",
     )
+    assistant_stream_workers: int = Field(
+        default=8, ge=1, le=64,
+        description="Streamed answers (POST /app/ai/agent) prepared at once by one API "
+        "process; one more is answered 503 before its stream opens.",
+    )
+    assistant_stream_per_person: int = Field(
+        default=2, ge=1, le=16,
+        description="Streamed answers one person may have in preparation at once; one more "
+        "is answered 429 (a stream the client left still counts until its answer is stored).",
+    )
     assistant_stream_keepalive_seconds: float = Field(
         default=10.0, gt=0, le=300,
         description="While a streamed answer is being prepared, a keep-alive comment is sent "

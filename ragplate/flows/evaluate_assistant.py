@@ -12,7 +12,6 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from ragplate.catalog.assistant import compile_policy
 from ragplate.infra.environment import get_settings
-from ragplate.infra.runtime import Runtime
 from ragplate.tasks.evaluation import assistant, assistant_steps, steps
 from ragplate.tasks.evaluation.pages import markdown_summary, table_rows
 from ragplate.tasks.evaluation.reports import html_path
@@ -24,7 +23,7 @@ def evaluate_assistant(dataset: str, output: str, force: bool = False,
     """Evaluate the assistant dataset ``dataset`` (Level 1) and write the report to
     ``output`` (and ``<output>.html``, which lists the failing cases by id); ``corpus``:
     the fixture documentation (default ``datasets/fixtures/assistant``)."""
-    runtime = Runtime(get_settings())
+    runtime = assistant.evaluation_runtime(get_settings())
     path = steps.check_output(output, force)
     loaded = assistant_steps.load_dataset(dataset)
     where = Path(corpus) if corpus else assistant.ASSISTANT_CORPUS

@@ -241,3 +241,68 @@ def test_errors_before_the_stream_are_plain_json(
     assert "text/event-stream" in json_only.json()["detail"]
     assert bad_id.status_code == 422 and "conversation_id" in bad_id.text
     assert stored(server.url, person, cid) == []
+
+
+def slow_chat(delay: float) -> Reply:
+    answer = json.dumps({"answer": "Ask one specific question about the page you are on.",
+                         "supported": True, "citations": [1]})
+    return Reply(body=completion(Text(answer), model="m", number=1), delay=delay)
+
+
+def test_streams_in_preparation_are_bounded_per_person_and_per_process(
+    indexed: Settings, person: dict[str, str], engine: sa.Engine
+) -> None:
+    other = bearer(engine, permissions=(), tenant="acme")
+    with ChatDouble([lambda _r: slow_chat(1.5)] * 3) as double:
+        chat = {"chat": ServerSettings(url=double.url, model="m", timeout=10.0)}
+        bounded = indexed.model_copy(update={"servers": {**indexed.servers, **chat},
+                                             "assistant_stream_workers": 1,
+                                             "assistant_stream_per_person": 1})
+        with AppServer(bounded) as app:
+            mine, theirs = start(app.url, person), start(app.url, other)
+            body = {"conversation_id": mine, "text": QUESTION}
+            headers = {**person, "Accept": "text/event-stream"}
+            with httpx.stream("POST", f"{app.url}/app/ai/agent", json=body, headers=headers,
+                              timeout=30) as first:
+                reading = first.iter_text()
+                assert "response.created" in next(reading)
+                again = httpx.post(f"{app.url}/app/ai/agent", json=body, headers=headers)
+                busy = httpx.post(f"{app.url}/app/ai/agent",
+                                  json={"conversation_id": theirs, "text": QUESTION},
+                                  headers={**other, "Accept": "text/event-stream"})
+                events = parse("".join(reading))
+            # The slot is back once the first answer is stored.
+            _, later = stream(app.url, other, theirs, QUESTION)
+            kept = stored(app.url, other, theirs)
+
+    assert (again.status_code, again.json()["error"]) == (429, "TooManyRequestsError")
+    assert (busy.status_code, busy.json()["error"]) == (503, "ServiceError")
+    assert events[-1][0] == "response.completed"
+    assert later[-1][1]["response"]["message"]["status"] == "answered"
+    assert [m["role"] for m in kept] == ["user", "assistant"]
+
+
+def test_an_answer_that_fails_while_prepared_ends_the_stream_with_response_failed(
+    indexed: Settings, person: dict[str, str], engine: sa.Engine
+) -> None:
+    with ChatDouble([lambda _r: slow_chat(1.0)]) as double:
+        chat = {"chat": ServerSettings(url=double.url, model="m", timeout=10.0)}
+        with AppServer(indexed.model_copy(update={"servers": {**indexed.servers, **chat}})
+                       ) as app:
+            cid = start(app.url, person)
+            with httpx.stream("POST", f"{app.url}/app/ai/agent", timeout=30,
+                              headers={**person, "Accept": "text/event-stream"},
+                              json={"conversation_id": cid, "text": QUESTION}) as response:
+                reading = response.iter_text()
+                chunks = [next(reading)]
+                # Deleted while the model thinks: respond() cannot store the answer.
+                with engine.begin() as conn:
+                    conn.execute(sa.text("DELETE FROM conversations WHERE id = :id"),
+                                 {"id": cid})
+                chunks += list(reading)
+    events = parse("".join(chunks))
+
+    assert events[-1][0] == "response.failed"
+    assert events[-1][1]["response"]["error"] == {"code": "NotFoundError",
+                                                  "message": "no such conversation"}
+    assert not ANSWER_TEXT_EVENTS & {kind for kind, _ in events}

@@ -449,5 +449,11 @@ def test_the_page_and_its_files_are_served_without_a_token(server: AppServer,
     script = page.request.get(f"{server.url}/app/static/app.js")
     assert script.status == 200 and "javascript" in script.headers["content-type"]
     assert script.headers["cache-control"] == "no-cache" and script.headers["etag"]
+    # The page is reachable among its files too: the same headers there.
+    copy = page.request.get(f"{server.url}/app/static/index.html")
+    assert copy.status == 200
+    assert copy.headers["content-security-policy"] == response.headers[
+        "content-security-policy"] and "frame-ancestors 'none'" in copy.headers[
+        "content-security-policy"]
     schema = page.request.get(f"{server.url}/openapi.json").json()
     assert "/app" not in schema["paths"]

@@ -1,7 +1,8 @@
 """``POST /app/ai/agent``: one message to the assistant, answered as Server-Sent Events.
 
 The same respond() as ``POST /app/ai/conversations/{id}/messages`` runs in a worker thread
-while its phases are sent as they start; the answer is delivered only once it is stored,
+of its own bounded pool (:mod:`ragplate.api.stream_slots`) while its phases are sent as they
+start; the answer is delivered only once it is stored,
 i.e. after the output policy passed the whole of it (see
 :mod:`ragplate.tasks.assistant.delivery` for the events). A client that goes away stops the
 delivery, not the answer: respond() finishes and stores both messages. The conversation is
@@ -11,22 +12,26 @@ checked before the stream opens, so a wrong id or token is a plain JSON error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import Field
 
 from ragplate.api.deps import MemberDep, RuntimeDep
-from ragplate.api.errors import public_detail
+from ragplate.api.errors import ErrorBody, public_detail
 from ragplate.api.fields import SearchText, StrictRequest
 from ragplate.api.routes.assistant import RESPONSES, MessageContext, message_out
+from ragplate.api.stream_slots import StreamSlots
 from ragplate.catalog.errors import NotAcceptableError, NotFoundError, RagplateError
 from ragplate.catalog.people import Person
+from ragplate.catalog.settings import Settings
 from ragplate.infra.conversations import owned_conversation
 from ragplate.infra.models.chat import chat_client_from_settings
 from ragplate.infra.runtime import Runtime
@@ -42,14 +47,14 @@ EVENT_STREAM = "text/event-stream"
 
 STREAM_DESCRIPTION = """Server-Sent Events; every `data` is JSON with `type` (the event's
 name) and `sequence_number`. In order: `response.created`; `response.in_progress` with
-`phase` `validating_input`, `retrieving`, `generating`, `validating_output`; for an answer
-or an abstention `response.output_text.delta` (`delta`: a few words of the validated text),
-then `response.output_text.annotation.added` per citation (`annotation`: `index`,
+`phase` `validating_input`, `retrieving`, `generating`, `validating_output`; for an answer,
+an abstention or a clarification `response.output_text.delta` (`delta`: a few words of the
+validated text), then `response.output_text.annotation.added` per citation (`annotation`: `index`,
 `source_label`, `excerpt`, `score`), then `response.output_text.done` (`text`); for a
 refusal only `response.refusal.done` (`refusal`, `category`), never any answer text;
 finally `response.completed` (`response.message`: the stored message) — or
 `response.failed` (`response.error`: `code`, `message`). Lines starting with `:` are
-keep-alives."""
+keep-alives, sent after RAGPLATE_ASSISTANT_STREAM_KEEPALIVE_SECONDS without an event."""
 
 
 class AgentRequest(StrictRequest):
@@ -76,8 +81,8 @@ def _frame(kind: str, sequence: int, data: dict[str, Any]) -> str:
 
 
 def _answer(runtime: Runtime, person: Person, body: AgentRequest, context: Any,
-            on_phase: Any) -> dict[str, Any]:
-    """respond() with the configured chat model, in the worker thread."""
+            on_phase: Callable[[str], None]) -> dict[str, Any]:
+    """respond() with the configured chat model, in a worker thread."""
     chat = chat_client_from_settings(runtime.settings)
     try:
         stored = respond(runtime, person=person, conversation_id=body.conversation_id,
@@ -92,17 +97,55 @@ def _answer(runtime: Runtime, person: Person, body: AgentRequest, context: Any,
 def _failure(exc: BaseException) -> dict[str, str]:
     if isinstance(exc, RagplateError):
         return {"code": exc.__class__.__name__, "message": public_detail(exc)}
-    logger.error("streamed answer failed: %s", exc.__class__.__name__)
     return {"code": "ServerError", "message": "the answer could not be produced"}
 
 
-async def _events(runtime: Runtime, person: Person, body: AgentRequest
-                  ) -> AsyncIterator[str]:
-    settings = runtime.settings
+def _slots(request: Request, settings: Settings) -> StreamSlots:
+    state = request.app.state
+    if getattr(state, "stream_slots", None) is None:
+        state.stream_slots = StreamSlots(workers=settings.assistant_stream_workers,
+                                         per_person=settings.assistant_stream_per_person)
+    slots: StreamSlots = state.stream_slots
+    return slots
+
+
+def _start(request: Request, runtime: Runtime, person: Person, body: AgentRequest
+           ) -> tuple[asyncio.Future[dict[str, Any]], asyncio.Queue[str]]:
+    """Take a slot and start respond() in the stream pool; the slot is given back when the
+    answer is stored (or respond() failed), whether or not anyone still reads the stream."""
+    slots = _slots(request, runtime.settings)
+    slots.acquire(person.id)
     loop = asyncio.get_running_loop()
     phases: asyncio.Queue[str] = asyncio.Queue()
+
+    def report(phase: str) -> None:
+        # A closed loop (shutdown) must not stop respond(): the answer is still stored.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(phases.put_nowait, phase)
+
+    context = body.context.model_dump(exclude_none=True) if body.context else None
+    try:
+        work = loop.run_in_executor(slots.executor, _answer, runtime, person, body, context,
+                                    report)
+    except BaseException:
+        slots.release(person.id)
+        raise
+
+    def finished(done: asyncio.Future[dict[str, Any]]) -> None:
+        slots.release(person.id)
+        # Read here so a failure nobody streams is logged by its class only (asyncio would
+        # print the whole exception, which can hold the question).
+        if not done.cancelled() and (exc := done.exception()) is not None:
+            logger.error("streamed answer failed: %s", exc.__class__.__name__)
+
+    work.add_done_callback(finished)
+    return work, phases
+
+
+async def _events(settings: Settings, conversation_id: str,
+                  work: asyncio.Future[dict[str, Any]], phases: asyncio.Queue[str]
+                  ) -> AsyncIterator[str]:
     response_id = f"resp_{uuid.uuid4().hex}"
-    conversation_id = str(body.conversation_id)
     sequence = 0
 
     def frame(kind: str, data: dict[str, Any]) -> str:
@@ -113,26 +156,26 @@ async def _events(runtime: Runtime, person: Person, body: AgentRequest
     def lifecycle(status: str, **extra: Any) -> dict[str, Any]:
         return {"response": response_object(response_id, conversation_id, status, **extra)}
 
-    context = body.context.model_dump(exclude_none=True) if body.context else None
-    # Not awaited directly: a client that disconnects cancels this generator, and the
-    # thread's respond() must still finish and store what it answered.
-    work = loop.run_in_executor(None, _answer, runtime, person, body, context,
-                                lambda phase: loop.call_soon_threadsafe(phases.put_nowait,
-                                                                        phase))
     yield frame("response.created", lifecycle("in_progress"))
     keepalive = settings.assistant_stream_keepalive_seconds
-    while True:
-        waiting: asyncio.Future[Any] = asyncio.ensure_future(phases.get())
-        done, _ = await asyncio.wait({waiting, work}, timeout=keepalive,
-                                     return_when=asyncio.FIRST_COMPLETED)
-        if waiting in done:
-            yield frame("response.in_progress", {"phase": waiting.result(),
-                                                 **lifecycle("in_progress")})
-            continue
-        waiting.cancel()
-        if work in done:
-            break
-        yield KEEPALIVE
+    waiting: asyncio.Future[str] | None = None
+    try:
+        while True:
+            waiting = asyncio.ensure_future(phases.get())
+            pending: set[asyncio.Future[Any]] = {waiting, work}
+            done, _ = await asyncio.wait(pending, timeout=keepalive,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if waiting in done:
+                yield frame("response.in_progress", {"phase": waiting.result(),
+                                                     **lifecycle("in_progress")})
+                continue
+            if work in done:
+                break
+            yield KEEPALIVE
+    finally:
+        # A client that left cancels this generator here; the work goes on regardless.
+        if waiting is not None and not waiting.done():
+            waiting.cancel()
     while not phases.empty():  # phases reported just before the answer was stored
         yield frame("response.in_progress", {"phase": phases.get_nowait(),
                                              **lifecycle("in_progress")})
@@ -154,18 +197,28 @@ async def _events(runtime: Runtime, person: Person, body: AgentRequest
                                            "content": {EVENT_STREAM: {"schema": {
                                                "type": "string"}}}},
                         406: {"description": "The Accept header rules out "
-                              "text/event-stream."}})
-def agent(body: AgentRequest, request: Request, runtime: RuntimeDep,
-          person: MemberDep) -> StreamingResponse:
+                              "text/event-stream."},
+                        429: {"model": ErrorBody, "description": "This person's streamed "
+                              "answers in preparation are at RAGPLATE_ASSISTANT_STREAM_"
+                              "PER_PERSON."}})
+async def agent(body: AgentRequest, request: Request, runtime: RuntimeDep,
+                person: MemberDep) -> StreamingResponse:
     """Send a message and read the validated answer as it is delivered (Server-Sent
     Events; see the 200 response for the events)."""
     if not _accepts_stream(request.headers.get("accept")):
         raise NotAcceptableError("this route answers in text/event-stream only "
                                  "(send Accept: text/event-stream)")
-    with runtime.engine.connect() as conn:
-        if owned_conversation(conn, user_id=person.id,
-                              conversation_id=body.conversation_id) is None:
-            raise NotFoundError("no such conversation")
-    return StreamingResponse(_events(runtime, person, body), media_type=EVENT_STREAM,
-                             headers={"Cache-Control": "no-cache",
-                                      "X-Accel-Buffering": "no"})
+
+    def owned() -> bool:
+        with runtime.engine.connect() as conn:
+            return owned_conversation(conn, user_id=person.id,
+                                      conversation_id=body.conversation_id) is not None
+
+    if not await run_in_threadpool(owned):
+        raise NotFoundError("no such conversation")
+    # Started here, not in the stream: a client gone before the body starts still gets its
+    # answer stored, and the slot back.
+    work, phases = _start(request, runtime, person, body)
+    return StreamingResponse(_events(runtime.settings, str(body.conversation_id), work, phases),
+                             media_type=EVENT_STREAM,
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

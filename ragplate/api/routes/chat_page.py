@@ -34,12 +34,14 @@ HEADERS = {
 
 
 class _Assets(StaticFiles):
-    """The page's files, revalidated on every load (a 304 while unchanged), so a browser
-    never pairs an upgraded server with the scripts it cached from the last version."""
+    """The page's files with the page's headers (``index.html`` is reachable here too, and
+    must not be framed or run anything else there either), revalidated on every load (a 304
+    while unchanged), so a browser never pairs an upgraded server with the scripts it cached
+    from the last version."""
 
     def file_response(self, *args: Any, **kwargs: Any) -> Response:
         response = super().file_response(*args, **kwargs)
-        response.headers["Cache-Control"] = "no-cache"
+        response.headers.update(HEADERS)
         return response
 
 

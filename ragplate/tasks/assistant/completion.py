@@ -79,3 +79,21 @@ def renumber(answer: str, cited: list[int]) -> str:
         return match.group(0).replace(match.group(1), str(index)) if index else ""
 
     return _MARKER.sub(replace, answer)
+
+
+#: The longest question back a clarification may be.
+MAX_CLARIFICATION_CHARS = 300
+_LINK = re.compile(r"(?i)\b(?:https?://|www\.)|\]\(")
+
+
+def clarifying_question(answer: str) -> str | None:
+    """The model's question back, when it has the shape of one: one short paragraph ending in
+    a question mark, with no citation marker and no link. A clarification cites nothing and
+    skips the evidence checks, so anything longer or richer (what an instruction planted in
+    an excerpt would ask the model to pass off as one) is ``None``, and the message
+    abstains instead."""
+    text = answer.strip()
+    if (not text or len(text) > MAX_CLARIFICATION_CHARS or "\n\n" in text
+            or not text.endswith("?") or _MARKER.search(text) or _LINK.search(text)):
+        return None
+    return text

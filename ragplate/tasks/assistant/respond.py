@@ -26,7 +26,12 @@ from ragplate.catalog.people import Person
 from ragplate.infra.conversations import StoredMessage, insert_message, owned_conversation
 from ragplate.infra.models.chat import ChatModel
 from ragplate.tasks.assistant.agent import AgentLoopError
-from ragplate.tasks.assistant.completion import ChatAnswer, complete, renumber
+from ragplate.tasks.assistant.completion import (
+    ChatAnswer,
+    clarifying_question,
+    complete,
+    renumber,
+)
 from ragplate.tasks.assistant.evidence import build_evidence
 from ragplate.tasks.assistant.extractive import compose, extract
 from ragplate.tasks.assistant.guard import RememberingEmbedder, screen_message
@@ -165,8 +170,11 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
             {"text": s.text, "citation": s.citation} for s in chosen.sentences]}
     else:
         if reply.clarification:
-            return Turn("clarification", reply.answer.strip(),
-                        metadata={**meta, "answerer": "chat"})
+            question_back = clarifying_question(reply.answer)
+            if question_back is None:
+                return Turn("abstained", text(locale, "abstention"), metadata={
+                    **meta, "answerer": "chat", "degraded_reason": "clarification_refused"})
+            return Turn("clarification", question_back, metadata={**meta, "answerer": "chat"})
         if not reply.supported:
             return Turn("abstained", text(locale, "abstention"),
                         metadata={**meta, "answerer": "chat"})

@@ -81,8 +81,9 @@ class IndexSources:
         """Retrieval with the configured strategy, the policy's floor and depth."""
         store = self.runtime.store(policy.profile.index, self.embedder.profile)
         settings = self.runtime.settings
-        if access is not None:
-            return retrieve_user(question, store=store, embedder=self.embedder, access=access,
+        if policy.profile.index == "user":
+            return retrieve_user(question, store=store, embedder=self.embedder,
+                                 access=_person(access),
                                  policy=self.runtime.policy, top_k=policy.max_documents,
                                  min_score=policy.min_similarity,
                                  strategy=settings.docs_retrieval, rrf_k=settings.docs_rrf_k)
@@ -95,7 +96,14 @@ class IndexSources:
         """The best sources' other chunks, under the person's filters on the user index."""
         store = self.runtime.store(policy.profile.index, self.embedder.profile)
         vector = self.embedder.embed_query(question)
-        if access is not None:
-            return source_passages(store, vector, hits, filters=user_filters(access),
+        if policy.profile.index == "user":
+            return source_passages(store, vector, hits, filters=user_filters(_person(access)),
                                    label_key="safe_source_label")
         return source_passages(store, vector, hits, filters=None, label_key=None)
+
+
+def _person(access: AccessContext | None) -> AccessContext:
+    """The user index is never searched without a principal (fail closed)."""
+    if access is None:
+        raise ValueError("the user index needs the person's access context")
+    return access

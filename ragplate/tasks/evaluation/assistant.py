@@ -26,7 +26,8 @@ from ragplate.catalog.assistant import compile_policy
 from ragplate.catalog.assistant_datasets import AssistantCase, AssistantDataset
 from ragplate.catalog.people import Person
 from ragplate.catalog.profiles import get_profile
-from ragplate.catalog.settings import DEFAULT_PROFILE, PROJECT_ROOT
+from ragplate.catalog.settings import DEFAULT_PROFILE, PROJECT_ROOT, Settings
+from ragplate.infra import intent_models
 from ragplate.tasks.assistant.guard import RememberingEmbedder
 from ragplate.tasks.assistant.output_policy import check_output
 from ragplate.tasks.assistant.respond import answer_turn
@@ -54,6 +55,34 @@ PROFILE = "in_app"
 #: The committed corpus the cases are answered from (invented user pages).
 ASSISTANT_CORPUS = PROJECT_ROOT / "datasets" / "fixtures" / "assistant"
 _MARKER = re.compile(r"\[(\d+)\]")
+
+
+#: The settings the answer path reads, held at their shipped defaults during an evaluation:
+#: an operator's configuration never moves a baseline.
+FIXED_SETTINGS = ("assistant_max_documents", "assistant_min_similarity",
+                  "assistant_fallback_locales", "format_citations", "guardrails_input_max_chars",
+                  "guardrails_output_max_chars", "guardrails_policy_version",
+                  "policy_classification_version")
+#: A home that does not exist: the guardrails then read the intent model bundled for the
+#: default embedding model, not one an operator trained (nothing in the answer path writes
+#: to the home, and nothing here opens the database).
+NO_HOME = Path("/nonexistent/ragplate-assistant-evaluation")
+
+
+def evaluation_runtime(settings: Settings) -> Runtime:
+    """A runtime for the evaluation: ``settings`` with :data:`FIXED_SETTINGS` at their
+    defaults and :data:`NO_HOME`."""
+    from ragplate.infra.runtime import Runtime
+
+    fixed: dict[str, Any] = {name: Settings.model_fields[name].get_default(
+        call_default_factory=True) for name in FIXED_SETTINGS}
+    return Runtime(settings.model_copy(update={**fixed, "home": NO_HOME}))
+
+
+def intent_model_digest() -> str:
+    """SHA-256 of the bundled intent model of the default embedding model."""
+    path = intent_models.BUNDLED / intent_models.file_name(DEFAULT_PROFILE)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def fixture_sources(runtime: Runtime, corpus: Path | None = None) -> FixtureSources:
@@ -124,9 +153,12 @@ def _groups(outcomes: Sequence[AssistantOutcome], dataset: AssistantDataset
 
 
 def corpus_digest(corpus: Path) -> str:
-    """SHA-256 over the corpus files' relative paths and bytes, in path order."""
+    """SHA-256 over the corpus's Markdown files (their relative paths and bytes, in path
+    order; hidden files left out): what is indexed, not an editor's backup beside it."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in corpus.rglob("*") if p.is_file()):
+    files = (p for p in corpus.rglob("*.md") if p.is_file()
+             and not any(part.startswith(".") for part in p.relative_to(corpus).parts))
+    for path in sorted(files):
         digest.update(path.relative_to(corpus).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
@@ -163,7 +195,8 @@ def build_report(loaded: LoadedDataset[AssistantDataset], outcomes: list[Assista
                       "embedding": DEFAULT_PROFILE,
                       "min_similarity": FIXTURE_MIN_SIMILARITY,
                       "chunks": sources.store.count()},
-        "guardrails": {"policy_version": policy_version},
+        "guardrails": {"policy_version": policy_version,
+                       "intent_model_sha256": intent_model_digest()},
         "dataset": {"sha256": loaded.sha256},
     }
 

@@ -49,8 +49,8 @@ UNSAFE_SLICES = {
 }
 ANSWERS = {"en": "The documentation explains this in the cited section",
            "it": "La documentazione lo spiega nella sezione citata"}
-QUESTIONS = {"en": "Which one do you mean? Tell me a little more about what you want to do.",
-             "it": "Quale intendi? Dimmi qualcosa di più su cosa vuoi fare."}
+QUESTIONS = {"en": "Which one do you mean, and what would you like to do with it?",
+             "it": "Quale intendi, e cosa vorresti farne?"}
 _NUMBERED = re.compile(r"^\[(\d+)\] (.+)$", re.MULTILINE)
 
 

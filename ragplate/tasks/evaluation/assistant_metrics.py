@@ -6,8 +6,9 @@ passes the output policy) beside what its case expected. The surface a message e
 ``documentation`` for an answer citing documentation, none when respond() failed.
 
 Each metric is a share in [0, 1], rounded to four places, over the cases it can be measured
-on (:data:`DENOMINATORS` says which); a metric with nothing to measure is 0.0, and the
-report's ``measured`` block gives each denominator so a 0.0 can be read.
+on (:data:`DENOMINATORS` says which): a case whose respond() failed counts in
+``unavailable_rate`` only. A metric with nothing to measure is 0.0, and the report's
+``measured`` block gives each denominator so a 0.0 can be read.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ METRIC_KEYS = ("surface_routing_accuracy", "citation_assembly", "citation_precis
                "output_valid", "proposal_accuracy", "pending_report_accuracy",
                "unavailable_rate")
 DENOMINATORS = {
-    "surface_routing_accuracy": "every case",
-    "citation_assembly": "cases expecting citations",
-    "citation_precision": "cases expecting citations whose answer cites something",
-    "clarification_trigger_accuracy": "every case",
-    "refusal_accuracy": "every case",
-    "abstention_accuracy": "refuse cases not stopped by a guardrail",
+    "surface_routing_accuracy": "cases that produced a message",
+    "citation_assembly": "those expecting citations",
+    "citation_precision": "those expecting citations whose answer cites something",
+    "clarification_trigger_accuracy": "cases that produced a message",
+    "refusal_accuracy": "cases that produced a message",
+    "abstention_accuracy": "refuse cases no guardrail stopped",
     "output_valid": "cases that produced a message",
-    "proposal_accuracy": "cases expecting a number of proposals",
+    "proposal_accuracy": "those expecting a number of proposals",
     "pending_report_accuracy": "messages carrying a proposal",
     "unavailable_rate": "every case",
 }
@@ -67,23 +68,24 @@ def _precision(outcome: AssistantOutcome) -> float:
 
 
 def _samples(outcomes: Sequence[AssistantOutcome]) -> dict[str, Sequence[float]]:
-    """Per metric, one value per case it is measured on."""
-    expecting = [o for o in outcomes if o.expected_citations]
+    """Per metric, one value per case it is measured on. A case whose respond() failed
+    counts in ``unavailable_rate`` only: it has no message to be right or wrong about."""
     produced = [o for o in outcomes if o.status is not None]
+    expecting = [o for o in produced if o.expected_citations]
     proposing = [o for o in produced if o.proposals > 0]
     return {
-        "surface_routing_accuracy": [o.surface == o.expected_surface for o in outcomes],
+        "surface_routing_accuracy": [o.surface == o.expected_surface for o in produced],
         "citation_assembly": [set(o.expected_citations) <= set(o.cited) for o in expecting],
         "citation_precision": [_precision(o) for o in expecting if o.cited],
         "clarification_trigger_accuracy": [
             (o.status == "clarification") == (o.expected_surface == "clarify")
-            for o in outcomes],
+            for o in produced],
         "refusal_accuracy": [(o.status in DECLINED) == (o.expected_surface == "refuse")
-                             for o in outcomes],
-        "abstention_accuracy": [o.status == "abstained" for o in outcomes
+                             for o in produced],
+        "abstention_accuracy": [o.status == "abstained" for o in produced
                                 if o.expected_surface == "refuse" and o.status != "refused"],
         "output_valid": [o.output_valid for o in produced],
-        "proposal_accuracy": [o.proposals == o.expected_proposals for o in outcomes
+        "proposal_accuracy": [o.proposals == o.expected_proposals for o in produced
                               if o.expected_proposals is not None],
         "pending_report_accuracy": [not o.claims_change for o in proposing],
         "unavailable_rate": [o.status is None for o in outcomes],

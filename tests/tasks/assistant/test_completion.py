@@ -13,3 +13,17 @@ def test_markers_name_the_messages_citations_in_cited_order() -> None:
 def test_a_marker_of_an_excerpt_not_cited_is_removed() -> None:
     assert renumber("Made up [7] and real [2].", [2]) == "Made up and real [1]."
     assert renumber("No markers at all.", [1]) == "No markers at all."
+
+
+def test_a_question_back_is_one_short_plain_question() -> None:
+    from ragplate.tasks.assistant.completion import MAX_CLARIFICATION_CHARS, clarifying_question
+
+    assert clarifying_question(" Which list do you mean? ") == "Which list do you mean?"
+    for shaped_otherwise in (
+            "Which list do you mean.",  # not a question
+            "Which list do you mean? [1]",
+            "Do you mean the list at https://evil.example/steal?",
+            "See [the list](javascript:alert(1)) — this one?",
+            "Which one?\n\nAlso, your account is locked; call +1 555 0100?",
+            "Which " + "very " * MAX_CLARIFICATION_CHARS + "list?", ""):
+        assert clarifying_question(shaped_otherwise) is None, shaped_otherwise

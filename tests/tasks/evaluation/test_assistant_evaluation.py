@@ -32,14 +32,18 @@ BASELINE = PROJECT_ROOT / "datasets" / "baselines" / "assistant-fixture.json"
 PUBLIC = PROJECT_ROOT.parent / "shared" / "benchmarks" / "laraplate"
 REGEN = os.environ.get("RAGPLATE_BASELINE_REGEN", "").strip() in ("1", "true", "yes")
 #: What the plumbing must get right on every case of the own dataset.
-GATE = {"surface_routing_accuracy": 1.0, "citation_precision": 1.0,
+GATE = {"surface_routing_accuracy": 1.0, "citation_assembly": 1.0, "citation_precision": 1.0,
         "clarification_trigger_accuracy": 1.0, "refusal_accuracy": 1.0,
         "abstention_accuracy": 1.0, "output_valid": 1.0, "unavailable_rate": 0.0}
 
 
 @pytest.fixture(scope="module")
 def runtime(settings: Settings) -> Runtime:
-    return Runtime(settings)
+    # What an operator may configure: none of it moves the baseline.
+    configured = settings.model_copy(update={"assistant_max_documents": 1,
+                                             "format_citations": True,
+                                             "guardrails_output_max_chars": 100})
+    return assistant.evaluation_runtime(configured)
 
 
 @pytest.fixture(scope="module")
@@ -72,9 +76,8 @@ def test_the_baseline_is_byte_identical_and_the_plumbing_gate_holds(
     assert evaluate(runtime, sources, DATASET)[1] == text  # two runs, same bytes
     assert_no_content(report)
     assert {k: report["metrics"][k] for k in GATE} == GATE
-    # One two-source question misses a source in retrieval: measured, not hidden.
-    assert report["metrics"]["citation_assembly"] >= 0.95
     assert report["measured"]["clarification_trigger_accuracy"] == report["case_count"] >= 40
+    assert report["guardrails"]["intent_model_sha256"] == assistant.intent_model_digest()
     slices = report["slices"]
     assert set(slices["locale"]) == {"en", "it"} and "generic" in slices["module"]
     for tag in ("injection", "unsafe_output", "code_output", "acl", "evidence_screening",

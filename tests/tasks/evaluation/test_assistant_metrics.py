@@ -35,26 +35,38 @@ def test_every_metric_on_a_small_mixed_set() -> None:
         outcome("refuse", "abstained"),
         outcome("refuse", "answered", cited=("A",), valid=False),
         outcome("clarify", None, valid=False),
+        outcome("documentation", None, expected=("A",), valid=False),
     ]
 
     metrics = assistant_metrics(outcomes)
 
     assert list(metrics) == list(METRIC_KEYS)
-    assert metrics["surface_routing_accuracy"] == round(5 / 8, 4)
+    # The two failed cases count in unavailable_rate only, right or wrong as they'd be.
+    assert metrics["surface_routing_accuracy"] == round(5 / 7, 4)
     assert metrics["citation_assembly"] == round(1 / 3, 4)  # only the first cites all
     assert metrics["citation_precision"] == 0.75  # (1 + 1/2) / 2 answers that cite
-    assert metrics["clarification_trigger_accuracy"] == round(7 / 8, 4)
+    assert metrics["clarification_trigger_accuracy"] == 1.0
     # Wrong: the documentation case that abstained and the refuse case answered.
-    assert metrics["refusal_accuracy"] == 0.75
+    assert metrics["refusal_accuracy"] == round(5 / 7, 4)
     assert metrics["abstention_accuracy"] == 0.5  # refuse cases past the guardrails: 2
-    assert metrics["output_valid"] == round(6 / 7, 4)  # of the 7 that produced a message
-    assert metrics["unavailable_rate"] == 0.125
+    assert metrics["output_valid"] == round(6 / 7, 4)
+    assert metrics["unavailable_rate"] == round(2 / 9, 4)
     assert (metrics["proposal_accuracy"], metrics["pending_report_accuracy"]) == (0.0, 0.0)
     assert measured(outcomes) == {
-        "surface_routing_accuracy": 8, "citation_assembly": 3, "citation_precision": 2,
-        "clarification_trigger_accuracy": 8, "refusal_accuracy": 8, "abstention_accuracy": 2,
+        "surface_routing_accuracy": 7, "citation_assembly": 3, "citation_precision": 2,
+        "clarification_trigger_accuracy": 7, "refusal_accuracy": 7, "abstention_accuracy": 2,
         "output_valid": 7, "proposal_accuracy": 0, "pending_report_accuracy": 0,
-        "unavailable_rate": 8}
+        "unavailable_rate": 9}
+
+
+def test_a_failed_case_never_scores_as_right() -> None:
+    failed = [outcome(surface, None) for surface in ("documentation", "clarify", "refuse")]
+
+    metrics = assistant_metrics(failed)
+
+    assert metrics["unavailable_rate"] == 1.0
+    assert {k: v for k, v in metrics.items() if k != "unavailable_rate"} == dict.fromkeys(
+        [k for k in METRIC_KEYS if k != "unavailable_rate"], 0.0)
 
 
 def test_proposals_are_counted_where_a_case_expects_them() -> None:

@@ -5,7 +5,8 @@
 // documentation, and a question is whatever a person typed.
 //
 // Each event of the stream is also dispatched on window as a "ragplate:stream"
-// CustomEvent (its detail the event's JSON), for a page that embeds this one to follow.
+// CustomEvent (its detail the event's JSON), for a script of this page (an extension, a
+// test) to follow the delivery.
 
 import {
   ApiError,

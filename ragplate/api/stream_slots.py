@@ -1,0 +1,57 @@
+"""The worker threads that prepare streamed answers, and who may use them.
+
+A streamed answer keeps its thread until respond() has stored it, also when the client left
+(that is what makes leaving harmless), so the threads are a pool of their own — not the
+event loop's default one the rest of the API shares — and bounded: at most
+``RAGPLATE_ASSISTANT_STREAM_WORKERS`` answers in preparation per process, at most
+``RAGPLATE_ASSISTANT_STREAM_PER_PERSON`` of them one person's. A request over either bound
+is refused before its stream opens (503 / 429), instead of waiting unseen in a queue.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+from ragplate.catalog.errors import ServiceError, TooManyRequestsError
+
+
+class StreamSlots:
+    """A bounded thread pool with a count per person."""
+
+    def __init__(self, *, workers: int, per_person: int) -> None:
+        self.workers = workers
+        self.per_person = per_person
+        self.executor = ThreadPoolExecutor(max_workers=workers,
+                                           thread_name_prefix="ragplate-agent")
+        self._lock = threading.Lock()
+        self._running = 0
+        self._by_person: Counter[int] = Counter()
+
+    def acquire(self, person_id: int) -> None:
+        """Take a slot for ``person_id``, or raise without taking one."""
+        with self._lock:
+            if self._by_person[person_id] >= self.per_person:
+                raise TooManyRequestsError(
+                    f"{self.per_person} of your answers are still being prepared; send the "
+                    "next message when one has arrived")
+            if self._running >= self.workers:
+                raise ServiceError("the assistant is preparing as many answers as it can; "
+                                   "try again in a moment")
+            self._running += 1
+            self._by_person[person_id] += 1
+
+    def release(self, person_id: int) -> None:
+        """Give back a slot taken by :meth:`acquire`."""
+        with self._lock:
+            self._running -= 1
+            self._by_person[person_id] -= 1
+            if self._by_person[person_id] <= 0:
+                del self._by_person[person_id]
+
+    @property
+    def running(self) -> int:
+        """Answers in preparation now."""
+        with self._lock:
+            return self._running
