@@ -6,10 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test install lint bench clean
 
+# Bytecode is compiled at install: where Python may not write it (PYTHONDONTWRITEBYTECODE)
+# every command would compile its dependencies again: about a second more per CLI start.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip uv
-	$(BIN)/uv pip install --python $(BIN)/python --quiet -e '.[dev]'
+	$(BIN)/uv pip install --python $(BIN)/python --quiet --compile-bytecode -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)

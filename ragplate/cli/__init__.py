@@ -27,6 +27,7 @@ from ragplate.cli import (
     tuning,
     users,
 )
+from ragplate.cli import help as help_assistant  # not ``help``: the builtin keeps its name
 
 HELP = """Documentation intelligence: index Markdown docs, retrieve with citations.
 
@@ -42,6 +43,10 @@ Examples:
 
   ragplate retrieve "How do I search?" --index user --tenant acme --permission crud.read
 
+  ragplate help --question "How do I rebuild the documentation index?"
+
+  ragplate help                                # chat with the developer help assistant
+
   ragplate embeddings probe local:intfloat/multilingual-e5-small
 
   ragplate serve                               # the API on 127.0.0.1:8000 (OpenAPI at /docs)
@@ -56,7 +61,7 @@ app = typer.Typer(
 )
 # One way of adding commands: every module attaches its own with ``register(app)``.
 for module in (docs, sources, services, embeddings, db, bench, servers, demo, evaluate, tuning,
-               search, users, guardrails):
+               search, users, guardrails, help_assistant):
     module.register(app)
 
 err_console = Console(stderr=True)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ragplate.catalog.settings import BUNDLED_DOCS, PROJECT_ROOT
+from ragplate.cli.paths import BUNDLED_DOCS, PROJECT_ROOT
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "laraplate"
 DEFAULT_DATASETS = DEFAULT_CORPUS.parents[1] / "benchmarks" / "laraplate"
@@ -138,15 +138,17 @@ def assistant(
         typer.Option(help="Screening dataset (repeatable; default: the screening datasets "
                      "under datasets/ and the public assistant-injection.json)."),
     ] = None,
-    docs: Annotated[Path, typer.Option(help="Documentation whose user pages respond() "
-                                       "answers from.")] = BUNDLED_DOCS,
+    docs: Annotated[Path, typer.Option(help="Documentation respond() (its user pages) and "
+                                       "ragplate help answer from.")] = BUNDLED_DOCS,
     output: Annotated[Path, typer.Option(help="Where to write the figures.")] = Path(
         "reports/bench-assistant.json"
     ),
 ) -> None:
     """The input guardrails' figures per class and locale (attacks blocked, benign
-    look-alikes allowed), their latency per message, and respond()'s p50/p95 on the
-    extractive default with the real model. Uses a scratch RAGPLATE_HOME.
+    look-alikes allowed), their latency per message, respond()'s p50/p95 on the
+    extractive default with the real model, and the wall time of ragplate help --question
+    … --json as a whole process (6 runs, the first left out: min, median, max, and whether
+    the answer had sources). Uses a scratch RAGPLATE_HOME.
 
     Example: ragplate bench assistant --dataset my-screening.json
     """

@@ -11,8 +11,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ragplate.catalog.settings import PROJECT_ROOT
 from ragplate.cli.output import console, print_json
+from ragplate.cli.paths import PROJECT_ROOT
 
 #: What the bundled intent model was trained on; assistant-screening-holdout.json stays out.
 DEFAULT_DATASETS = tuple(PROJECT_ROOT / "datasets" / name for name in (

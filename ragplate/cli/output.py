@@ -6,19 +6,14 @@ import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from ragplate.catalog.errors import RagplateError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 console = Console()
 
@@ -30,6 +25,15 @@ def print_json(data: Any) -> None:
 
 def progress_bar(json_output: bool) -> Progress:
     """A Rich progress bar on the shared console, silent with ``--json``."""
+    # Imported here: most commands draw no bar, and every command loads this module.
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=console, disable=json_output)
 

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from ragplate.catalog.switch import Action, SwitchRefusedError
 from ragplate.cli.output import console, flow_progress, print_json, quiet_expected_errors
 
 if TYPE_CHECKING:
+    # The switch catalog loads pydantic: only for the commands that use it.
+    from ragplate.catalog.switch import Action
     from ragplate.infra.runtime import Runtime
 
 
@@ -28,6 +29,7 @@ def _check(runtime: Runtime, profile: str | None, resume: bool, abandon: bool, y
            force_activate: bool, json_output: bool) -> Action:
     """Validate the options and run every refusal check without writing; returns the
     action. The flow checks again under the locks before it stores anything."""
+    from ragplate.catalog.switch import SwitchRefusedError
     from ragplate.tasks.switch import preflight
 
     chosen = [name for name, on in (("start", profile is not None), ("resume", resume),

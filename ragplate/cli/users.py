@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
-from sqlalchemy.engine import Engine
 
 from ragplate.cli.output import console, print_json
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 JSON = typer.Option("--json", help="Print the result as JSON.")
 

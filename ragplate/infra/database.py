@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import threading
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,12 +50,27 @@ def _ensure_embedded_database(server: postgres.EmbeddedPostgres) -> None:
 
 
 def get_engine(settings: Settings, *, migrate: bool = True) -> Engine:
-    """A pooled engine for ``settings``; the schema is migrated on first use."""
+    """A pooled engine for ``settings``; the schema is migrated on first use.
+
+    A database whose schema is already at the newest revision is used as it is: no
+    database or extension is created and Alembic is not loaded, which is most of what
+    opening the engine costs a short-lived command (the schema only reaches that revision
+    once its databases, pgvector and every migration are in place)."""
+    if migrate:
+        url = _server_url(settings)
+        with _lock:
+            engine = _engines.get(url)
+            if engine is None:
+                engine = _engine_at_head(url, external=settings.database_url is not None)
+                if engine is not None:
+                    _engines[url] = engine
+        if engine is not None:
+            return engine
     url = database_url(settings)
     with _lock:
         engine = _engines.get(url)
         if engine is None:
-            engine = sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+            engine = _create_engine(url)
             try:
                 ensure_pgvector(engine)
                 if migrate:
@@ -63,6 +80,71 @@ def get_engine(settings: Settings, *, migrate: bool = True) -> Engine:
                 raise
             _engines[url] = engine
     return engine
+
+
+def _create_engine(url: str) -> Engine:
+    return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+
+
+def _server_url(settings: Settings) -> str:
+    """The URL :func:`database_url` returns, without creating any database."""
+    if settings.database_url is not None:
+        return database_url(settings)  # creates nothing for an external server
+    return postgres.start(settings.home).url()
+
+
+def _engine_at_head(url: str, *, external: bool) -> Engine | None:
+    """An engine on ``url`` when its schema is at :func:`head_revision`, else ``None`` (the
+    database may not exist yet, or may need migrating: the caller takes the full path)."""
+    head = head_revision()
+    if head is None:
+        return None
+    engine = _create_engine(url)
+    try:
+        with engine.connect() as conn:
+            current = conn.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
+    except OperationalError as exc:
+        engine.dispose()
+        if external:
+            # ragplate creates no external database, so the full path would only try to
+            # connect a second time (and wait out a second timeout) to fail the same way.
+            raise DatabaseError(f"cannot connect to PostgreSQL: {_reason(exc)}") from exc
+        return None  # the embedded server may not hold ragplate's databases yet
+    except SQLAlchemyError:
+        engine.dispose()
+        return None  # no version table: a database never migrated
+    if current != head:
+        engine.dispose()
+        return None
+    return engine
+
+
+#: Alembic's version table of ragplate's migrations (see ``migrations/env.py``).
+VERSION_TABLE = "ragplate_alembic_version"
+#: ``revision = "0009"`` / ``down_revision = None`` (a type annotation allowed) in a file.
+_REVISION = re.compile(
+    r"""^(down_revision|revision)(?:\s*:[^=\n]+)?\s*=\s*(None|"([^"]*)"|'([^']*)')\s*$""",
+    re.MULTILINE)
+
+
+@lru_cache(maxsize=1)
+def head_revision() -> str | None:
+    """The newest revision of the bundled migrations, read from their files without loading
+    Alembic: the one revision no other names as its ``down_revision``; ``None`` when that is
+    not exactly one (branches, or a file this reading does not understand: the full path
+    with Alembic decides then)."""
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
+        found = {m.group(1): m.group(3) or m.group(4) for m in
+                 _REVISION.finditer(path.read_text(encoding="utf-8"))}
+        if "revision" not in found or not found["revision"]:
+            return None
+        revisions.add(found["revision"])
+        if found.get("down_revision"):
+            parents.add(found["down_revision"])
+    heads = revisions - parents
+    return next(iter(heads)) if len(heads) == 1 else None
 
 
 def dispose(url: str) -> None:
@@ -134,7 +216,7 @@ def current_revision(engine: Engine) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
     with engine.connect() as conn:
-        opts = {"version_table": "ragplate_alembic_version"}
+        opts = {"version_table": VERSION_TABLE}
         context = MigrationContext.configure(conn, opts=opts)
         return context.get_current_revision()
 

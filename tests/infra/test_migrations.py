@@ -47,3 +47,21 @@ def test_the_recipe_column_has_a_default_for_sources_stored_before_it(
 
     assert columns["vector_recipe"]["nullable"] is False
     assert columns["vector_recipe"]["default"] == "''::text"
+
+
+def test_the_head_read_from_the_revision_files_is_alembics() -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from ragplate.infra.database import MIGRATIONS_DIR, head_revision
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+
+    assert head_revision() == ScriptDirectory.from_config(config).get_current_head()
+
+
+def test_the_migrated_database_is_at_the_head(engine: sa.Engine) -> None:
+    from ragplate.infra.database import current_revision, head_revision
+
+    assert current_revision(engine) == head_revision()

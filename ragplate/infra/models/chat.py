@@ -13,15 +13,18 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ragplate.catalog.errors import ChatModelError, ConfigurationError
 from ragplate.catalog.settings import Settings
 from ragplate.infra.models.config import env_name, safe_url
 from ragplate.infra.models.errors import FAILED, describe
 from ragplate.infra.models.request_id import HEADER, new_request_id
+
+if TYPE_CHECKING:
+    # httpx is imported where a call is made: a process without a chat server (the
+    # extractive default) never loads it.
+    import httpx
 
 __all__ = [
     "CHAT",
@@ -82,6 +85,8 @@ def chat_endpoint(url: str) -> str:
     The same rule as :meth:`ServerConfig.v1_endpoint`, which cannot be used here because a
     server config's role has no chat server.
     """
+    import httpx
+
     base = httpx.URL(url)
     base_path = base.path.rstrip("/")
     path = CHAT_PATH if base_path.endswith("/v1") else "/v1" + CHAT_PATH
@@ -106,6 +111,8 @@ class OpenAIChatClient:
         self.endpoint = safe_url(self.url)
         # The key lives only in the connection pool's headers, never in an attribute that a
         # repr or a log of the client would show.
+        import httpx
+
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
 
@@ -139,6 +146,8 @@ class OpenAIChatClient:
         """One ``POST /v1/chat/completions``; raises :class:`ChatModelError` when the server
         cannot be reached, times out, answers non-2xx or answers something else than a chat
         completion."""
+        import httpx
+
         request_id = new_request_id()
         body = self.body(messages, tools=tools, response_format=response_format)
         try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-import httpx
 from pydantic import SecretStr
 
 from ragplate.catalog.errors import ConfigurationError
@@ -51,12 +50,16 @@ class ServerConfig:
 
     def endpoint(self, path: str) -> str:
         """The URL of ``path`` under the base URL, keeping its query and credentials."""
+        import httpx
+
         base = httpx.URL(self.url)
         return str(base.copy_with(path=base.path.rstrip("/") + path))
 
     def v1_endpoint(self, path: str) -> str:
         """``<url>/v1<path>``, or ``<url><path>`` when the base URL already ends in ``/v1``
         (an Infinity started with ``--url-prefix /v1`` is often configured that way)."""
+        import httpx
+
         base_path = httpx.URL(self.url).path.rstrip("/")
         return self.endpoint(path if base_path.endswith("/v1") else "/v1" + path)
 
@@ -69,6 +72,10 @@ class ServerConfig:
 
 def safe_url(url: str) -> str:
     """Scheme, host, port and path only: never credentials, a query or a fragment."""
+    # Imported here, as in every function of this module: reading which servers are
+    # configured must not load the HTTP client (see ragplate.infra.models).
+    import httpx
+
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError, ValueError):

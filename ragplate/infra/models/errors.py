@@ -11,8 +11,6 @@ from __future__ import annotations
 import logging
 import re
 
-import httpx
-
 from ragplate.catalog.errors import SelfHostedServiceError
 from ragplate.infra.models.config import safe_url
 
@@ -43,6 +41,8 @@ def reduce_urls(text: str) -> str:
 def describe(exc: Exception) -> str:
     """The reason of an HTTP exception, safe to show: its first line only (httpx adds a
     documentation link on the second), URLs reduced, bounded in length."""
+    import httpx  # here, not at the top: see ragplate.infra.models
+
     if isinstance(exc, httpx.HTTPStatusError):
         text = str(exc).splitlines()[0] if str(exc) else f"HTTP {exc.response.status_code}"
     else:
@@ -59,6 +59,8 @@ def http_failure(
     The caller raises it ``from None``: the HTTP exception's own text holds the full URL
     (credentials, query string), so chaining it would put them in every traceback.
     """
+    import httpx
+
     status = exc.response.status_code if isinstance(exc, httpx.HTTPStatusError) else None
     error = SelfHostedServiceError(
         service=service,
