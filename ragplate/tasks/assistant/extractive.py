@@ -58,8 +58,7 @@ def prose_sentences(text: str) -> list[str]:
     kept: list[str] = []
     for line in text.splitlines():
         stripped = line.strip()
-        if (not stripped or stripped.startswith(("#", "|", ">", "<!--", "---"))
-                or stripped.count("`") >= 4):
+        if not stripped or stripped.startswith(("#", "|", ">", "<!--", "---")):
             kept.append("\n")
             continue
         stripped = re.sub(r"^([-*+]|\d+[.)])\s+", "", stripped)
@@ -71,9 +70,21 @@ def prose_sentences(text: str) -> list[str]:
             sentence = _POINTER.sub("", sentence).strip()
             words = len(sentence.split())
             # A sentence ending in a colon introduces a list the answer would not show.
-            if MIN_WORDS <= words <= MAX_WORDS and sentence[-1:] in ".!?)":
+            if (MIN_WORDS <= words <= MAX_WORDS and sentence[-1:] in ".!?)"
+                    and not _mostly_code(sentence)):
                 sentences.append(sentence)
     return sentences
+
+
+_CODE_SPAN = re.compile(r"`[^`]*`")
+
+
+def _mostly_code(sentence: str) -> bool:
+    """Whether inline code makes up most of a sentence (a list of options, not prose); a
+    sentence that names a command or two reads as prose. Judged per sentence: a Markdown
+    paragraph is one line, and one code-heavy sentence must not take its paragraph along."""
+    code = sum(len(span) for span in _CODE_SPAN.findall(sentence))
+    return code > len(sentence) / 2
 
 
 def extract(question: str, hits: list[Hit], *, locale: str | None,

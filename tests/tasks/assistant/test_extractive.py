@@ -108,3 +108,13 @@ def test_the_answer_reads_on_from_its_best_sentence() -> None:
         "Approvers see pending changes in the approvals queue.",
         "That queue lists the oldest change first."]
     assert "Exports run every night." not in [s.text for s in chosen.sentences]
+
+
+def test_a_sentence_naming_commands_is_prose_and_a_list_of_options_is_not() -> None:
+    paragraph = ("To rebuild the index, run `ragplate index-docs --full` and wait for it. "
+                 "Use `--profile developer`, `--profile user` or `--profile all`. "
+                 "Add `--json` to read the outcome as data in a script.")
+
+    assert prose_sentences(paragraph) == [
+        "To rebuild the index, run `ragplate index-docs --full` and wait for it.",
+        "Add `--json` to read the outcome as data in a script."]
