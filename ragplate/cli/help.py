@@ -141,7 +141,9 @@ def render_sources(console: Console, turn: Turn | None) -> None:
     from rich.text import Text
 
     if turn is None or not turn.citations:
-        console.print(Text("No sources yet: ask a question first.", style="dim"))
+        said = ("No sources yet: ask a question first." if turn is None
+                else "The last answer has no sources.")
+        console.print(Text(said, style="dim"))
         return
     for number, citation in enumerate(turn.citations, 1):
         console.print(Text.assemble((f"[{number}] {citation['source_label']}", "bold"),
@@ -170,6 +172,20 @@ def _use_history(path: Path) -> Callable[[], None]:
     return save
 
 
+def _keep_questions_only(line: str) -> None:
+    """Drop ``line`` from the history input() just added it to when it is a command or the
+    question before it again: the arrow keys then recall distinct questions (a ``/quit``
+    recalled first would leave on Enter)."""
+    import readline
+
+    length = readline.get_current_history_length()
+    if length == 0 or readline.get_history_item(length) != line:
+        return
+    previous = readline.get_history_item(length - 1) if length > 1 else None
+    if line.startswith("/") or line == previous:
+        readline.remove_history_item(length - 1)
+
+
 def chat(ask: Callable[[str], Turn], console: Console, *,
          history: Path | None = None) -> None:
     """The interactive help: read a line at the prompt, answer it, until ``/quit`` or
@@ -196,6 +212,8 @@ def chat(ask: Callable[[str], Turn], console: Console, *,
                 return
             if not line:
                 continue
+            if save is not None:
+                _keep_questions_only(line)
             if line.startswith("/"):
                 command = line.split()[0].lower()
                 if command in ("/quit", "/exit"):
@@ -238,7 +256,8 @@ def help_command(
     json_output: Annotated[bool, typer.Option(
         "--json", help="Print the answer as JSON (with --question).")] = False,
     locale: Annotated[HelpLocale, typer.Option(
-        help="Language of the assistant's own texts (framing, refusal, abstention).")
+        help="The asker's locale, as a person's in the assistant: the language of its "
+        "framing, refusal and abstention texts, and the documents' language preferred.")
     ] = HelpLocale.en,
 ) -> None:
     """Ask the developer help assistant: answers from the developer index, with sources.
@@ -279,6 +298,7 @@ def help_command(
     settings = get_settings()
     runtime = Runtime(settings)
     chat_model = chat_client_from_settings(settings)  # a misconfiguration fails here, once
+    _require_documents(runtime)
     person = _person(locale.value)
 
     def ask(text: str) -> Turn:
@@ -294,6 +314,16 @@ def help_command(
     # Piped input has no arrow keys to recall a history with.
     history = ensure_dir(settings.home) / HISTORY_FILE if sys.stdin.isatty() else None
     chat(ask, console, history=history)
+
+
+def _require_documents(runtime: Runtime) -> None:
+    """An empty developer index answers every question with the abstention, which tells a
+    developer on a new home nothing they can act on: say what to run instead."""
+    from ragplate.catalog.errors import InvalidInputError
+
+    if runtime.store("developer").count() == 0:
+        raise InvalidInputError("the developer index holds no documentation of the serving "
+                                "embedding model: run `ragplate index-docs` first")
 
 
 def answer(runtime: Runtime, person: Person, text: str, chat_model: ChatModel | None) -> Turn:

@@ -188,6 +188,9 @@ def test_a_slow_model_gets_keepalives_and_the_answer_after_them(
             raw, events = stream(app.url, person, cid, QUESTION)
 
     assert raw.count(": keep-alive\n\n") >= 3
+    # Every phase arrives, the one after the keep-alives too.
+    assert [data["phase"] for kind, data in events if kind == "response.in_progress"] == list(
+        PHASES)
     message = events[-1][1]["response"]["message"]
     assert message["status"] == "answered" and message["metadata"]["answerer"] == "chat"
     # Keep-alives come while the answer is prepared, never inside its delivery.

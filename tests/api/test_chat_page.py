@@ -362,7 +362,8 @@ DELTA = {"type": "response.output_text.delta", "item_id": "m", "output_index": 0
         "error": {"code": "ServiceError", "message": "the store is unavailable"}}}),
      "The answer could not be completed: the store is unavailable"),
     (sse(CREATED, GENERATING, DELTA),
-     "The connection was interrupted before the answer was complete."),
+     "The connection was interrupted. If the answer was saved, it will appear here in a "
+     "moment."),
 ], ids=["response.failed", "cut short"])
 def test_an_answer_that_fails_midway_is_marked_and_the_page_stays_usable(
     server: AppServer, engine: sa.Engine, page: Page, shots: Shots, stream: str, shown: str
@@ -379,6 +380,27 @@ def test_an_answer_that_fails_midway_is_marked_and_the_page_stays_usable(
     expect(failed.locator(".failure")).to_have_text(shown)
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
     shots(page, "chat-page-failed")
+
+
+def test_a_stream_cut_short_shows_the_answer_once_the_server_has_stored_it(
+    server: AppServer, engine: sa.Engine, page: Page
+) -> None:
+    def cut_short(route: Any) -> None:
+        # The real server answers (and stores) in full; the page gets only the start.
+        body = route.fetch().text()
+        route.fulfill(status=200, content_type="text/event-stream",
+                      body=body[:body.index("event: response.output_text.delta")])
+
+    page.route("**/app/ai/agent", cut_short)
+    sign_in(page, server, token(engine))
+    ask(page, QUESTION)
+
+    expect(last_answer(page)).to_have_attribute("data-status", "failed")
+    expect(last_answer(page).locator(".failure")).to_contain_text("it will appear here")
+    # Read again a moment later: the stored answer replaces the note.
+    expect(last_answer(page)).to_have_attribute("data-status", "answered", timeout=TIMEOUT_MS)
+    expect(last_answer(page).locator(".source-link").first).to_be_visible()
+    expect(page.locator("#messages .message")).to_have_count(2)
 
 
 def test_a_message_refused_before_the_stream_goes_back_to_the_composer(
@@ -445,6 +467,7 @@ def test_the_page_and_its_files_are_served_without_a_token(server: AppServer,
                                                            page: Page) -> None:
     response = page.request.get(f"{server.url}/app")
     assert response.status == 200 and "text/html" in response.headers["content-type"]
+    assert page.request.head(f"{server.url}/app").status == 200
     assert "script-src 'self'" in response.headers["content-security-policy"]
     script = page.request.get(f"{server.url}/app/static/app.js")
     assert script.status == 200 and "javascript" in script.headers["content-type"]

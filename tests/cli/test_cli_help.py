@@ -175,9 +175,7 @@ def test_the_chat_in_a_terminal(ragplate_home: Path, developer_index: DocumentSt
         child.sendintr()
         child.expect_exact(PROMPT)
 
-        # Up twice: past "/sources" to the question, which is asked again.
-        child.send(UP_ARROW)
-        child.expect_exact("/sources")
+        # Up once: commands are not kept in the history, so the question comes back.
         child.send(UP_ARROW)
         child.expect_exact(QUESTION)
         child.send("\r")
@@ -194,11 +192,13 @@ def test_the_chat_in_a_terminal(ragplate_home: Path, developer_index: DocumentSt
         child.close()
     assert child.exitstatus == 0, child.before
     history = (ragplate_home / "help_history").read_text(encoding="utf-8")
-    assert QUESTION in history
+    # Asked twice in a row, kept once; no command kept (a recalled /quit would leave).
+    assert history.count(QUESTION) == 1 and INJECTION in history and "/" not in history
     assert oct((ragplate_home / "help_history").stat().st_mode & 0o777) == "0o600"
 
 
-def test_the_history_outlives_the_chat(ragplate_home: Path) -> None:
+def test_the_history_outlives_the_chat(ragplate_home: Path,
+                                      developer_index: DocumentStore) -> None:
     (ragplate_home / "help_history").write_text("What is a profile key?\n", encoding="utf-8")
     child = pexpect.spawn(sys.executable, ["-m", "ragplate", "help"],
                           env=_environment(ragplate_home), encoding="utf-8",
@@ -224,3 +224,14 @@ def test_the_chat_reads_piped_lines(ragplate_home: Path, developer_index: Docume
     assert result.returncode == 0, result.stderr
     assert "content hash" in result.stdout
     assert result.stdout.count("[1] dev/guide/indexing.md") == 2
+
+
+def test_an_empty_developer_index_says_what_to_run(ragplate_home: Path) -> None:
+    environ = {**_environment(ragplate_home), "RAGPLATE_VECTOR_STORE": "memory"}
+    result = subprocess.run([sys.executable, "-m", "ragplate", "help", "-q", QUESTION],
+                            env=environ, capture_output=True, text=True, timeout=180,
+                            check=False)
+
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("Error: the developer index holds no documentation")
+    assert "ragplate index-docs" in result.stderr

@@ -161,12 +161,16 @@ async def _events(settings: Settings, conversation_id: str,
     waiting: asyncio.Future[str] | None = None
     try:
         while True:
-            waiting = asyncio.ensure_future(phases.get())
+            # One reader of the queue at a time, kept across keep-alives: a second one would
+            # take the next phase and drop it.
+            if waiting is None:
+                waiting = asyncio.ensure_future(phases.get())
             pending: set[asyncio.Future[Any]] = {waiting, work}
             done, _ = await asyncio.wait(pending, timeout=keepalive,
                                          return_when=asyncio.FIRST_COMPLETED)
             if waiting in done:
-                yield frame("response.in_progress", {"phase": waiting.result(),
+                phase, waiting = waiting.result(), None
+                yield frame("response.in_progress", {"phase": phase,
                                                      **lifecycle("in_progress")})
                 continue
             if work in done:

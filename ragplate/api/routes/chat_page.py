@@ -49,7 +49,7 @@ def install_chat_page(app: FastAPI, *, path: str = "/app") -> None:
     """Serve the chat page at ``path`` with its files under :data:`ASSETS`."""
     app.mount(ASSETS, _Assets(directory=STATIC), name="chat-page-assets")
 
-    @app.get(path, include_in_schema=False)
+    @app.api_route(path, methods=["GET", "HEAD"], include_in_schema=False)
     def chat_page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8",
                             headers=HEADERS)

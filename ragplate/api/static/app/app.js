@@ -306,6 +306,7 @@ async function ask(text) {
   $("conversation-intro").hidden = true;
   scrollToEnd();
 
+  const known = $("messages").querySelectorAll(".message").length - 2;
   const controller = new AbortController();
   state.stream = controller;
   $("send").disabled = true;
@@ -385,7 +386,7 @@ async function ask(text) {
           break; // response.created, and any event this page does not know
       }
     }
-    if (!finished && !controller.signal.aborted) fail(shell, t("error.interrupted"));
+    if (!finished && !controller.signal.aborted) interrupted(shell, state.currentId, known);
   } catch (error) {
     if (controller.signal.aborted || error.name === "AbortError") return;
     if (error instanceof ApiError && error.status !== 0 && !finished) {
@@ -402,8 +403,10 @@ async function ask(text) {
         setTitle(null);
       }
       handleError(error);
+    } else if (!finished && error instanceof ApiError && error.status !== 0) {
+      fail(shell, messageOfError(error));
     } else if (!finished) {
-      fail(shell, error instanceof ApiError ? messageOfError(error) : t("error.interrupted"));
+      interrupted(shell, state.currentId, known);
     }
   } finally {
     if (state.stream === controller) {
@@ -412,6 +415,31 @@ async function ask(text) {
     }
   }
 }
+
+/** The delivery broke off, not the answer: the server stores it whether or not anyone
+ * reads the stream, so the conversation is read again for a while and shown once the
+ * answer is there. */
+async function interrupted(shell, id, known) {
+  fail(shell, t("error.interrupted"));
+  for (let attempt = 0; attempt < RECOVERY_ATTEMPTS; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, RECOVERY_PAUSE_MS));
+    if (!id || state.currentId !== id || !state.token) return;
+    try {
+      const conversation = await getConversation(state.token, id);
+      const messages = conversation.messages;
+      const last = messages[messages.length - 1];
+      if (messages.length >= known + 2 && last && last.role === "assistant") {
+        if (state.currentId === id) renderMessages(messages);
+        return;
+      }
+    } catch (error) {
+      // The server may be restarting: read again at the next attempt.
+    }
+  }
+}
+
+const RECOVERY_ATTEMPTS = 10;
+const RECOVERY_PAUSE_MS = 1500;
 
 function fail(shell, text) {
   setStatus(shell, "failed");
