@@ -303,6 +303,11 @@ class Settings(BaseSettings):
         "{table, key_column, locale_column, text_fields, search_column}); cms.contents is "
         "shipped. Their tables are the operator's to create.",
     )
+    embeddings_modules: list[str] = Field(
+        default_factory=list,
+        description="Modules whose records an applied CRUD write re-embeds, as a JSON list "
+        "of module names (e.g. [\"cms\"]); empty: every module.",
+    )
 
     # The embedding-model switch (``ragplate embeddings switch``). Out-of-range values fall
     # back instead of failing, as the switch's operating notes say: a typo must not stop a
@@ -351,6 +356,14 @@ class Settings(BaseSettings):
         for locale in value:
             if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*", locale):
                 raise ValueError(f"{locale!r} is not a locale (e.g. en, it, pt-BR)")
+        return value
+
+    @field_validator("embeddings_modules", mode="after")
+    @classmethod
+    def _modules(cls, value: list[str]) -> list[str]:
+        for module in value:
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", module):
+                raise ValueError(f"{module!r} is not a module name (e.g. cms)")
         return value
 
     @field_validator("index_chunk_size", "rag_chunk_size", "index_chunk_stall_seconds",

@@ -1,0 +1,157 @@
+"""``/app/crud/…`` over HTTP with tokens: statuses of applied and pending writes, approvals,
+a permission revoked between two requests, tenants kept apart, strict bodies."""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+    from fastapi.testclient import TestClient
+
+from ragplate.api.app import create_app
+from ragplate.catalog.settings import Settings
+from tests.testing.people import bearer
+
+pytestmark = pytest.mark.integration
+
+EDITOR = ("cms.contents.read", "cms.contents.create", "cms.contents.update",
+          "cms.contents.delete")
+MEMBER = ("sao.tickets.read", "sao.tickets.create", "sao.tickets.update",
+          "sao.tickets.delete")
+APPROVER = (*MEMBER, "sao.tickets.approve")
+
+
+@pytest.fixture(scope="module")
+def client(settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
+
+
+def person(engine: sa.Engine, *permissions: str, tenant: str | None = "acme"
+           ) -> tuple[str, dict[str, str]]:
+    name = f"crud-api-{uuid.uuid4().hex[:12]}"
+    return name, bearer(engine, permissions=permissions, tenant=tenant, name=name)
+
+
+def test_contents_are_created_read_listed_changed_and_deleted(
+        client: TestClient, engine: sa.Engine) -> None:
+    _, headers = person(engine, *EDITOR)
+    created = client.post("/app/crud/cms/contents", headers=headers, json={
+        "locale": "en", "title": "Refunds", "body": "Within 30 days.", "status": "published"})
+    assert created.status_code == 201, created.text
+    body = created.json()
+    assert body["status"] == "applied" and body["modification_id"] is None
+    key = body["record"]["id"]
+    assert body["record"]["tenant"] == "acme"
+
+    read = client.get(f"/app/crud/cms/contents/{key}", headers=headers)
+    assert read.status_code == 200 and read.json()["translations"]["en"]["title"] == "Refunds"
+    page = client.get("/app/crud/cms/contents", headers=headers,
+                      params={"limit": 100, "locale": "en"})
+    assert page.status_code == 200 and key in [item["id"] for item in page.json()["items"]]
+
+    changed = client.patch(f"/app/crud/cms/contents/{key}", headers=headers,
+                           json={"status": "archived"})
+    assert changed.status_code == 200 and changed.json()["record"]["status"] == "archived"
+    deleted = client.delete(f"/app/crud/cms/contents/{key}", headers=headers)
+    assert deleted.status_code == 200 and deleted.json()["record"] is None
+    assert client.get(f"/app/crud/cms/contents/{key}", headers=headers).status_code == 404
+
+
+def test_a_permission_revoked_between_two_requests_refuses_the_second(
+        client: TestClient, engine: sa.Engine) -> None:
+    name, headers = person(engine, *EDITOR)
+    assert client.get("/app/crud/cms/contents", headers=headers).status_code == 200
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE users SET permissions = '{}' WHERE name = :n"), {"n": name})
+    refused = client.get("/app/crud/cms/contents", headers=headers)
+    assert refused.status_code == 403 and "cms.contents.read" in refused.json()["detail"]
+
+
+def test_another_tenants_record_is_a_404_like_a_missing_one(
+        client: TestClient, engine: sa.Engine) -> None:
+    _, theirs = person(engine, *EDITOR, tenant="beta")
+    key = client.post("/app/crud/cms/contents", headers=theirs, json={
+        "locale": "en", "title": "Beta only", "body": "", "status": "published"}
+    ).json()["record"]["id"]
+    _, mine = person(engine, *EDITOR)
+    for method, path in (("GET", f"/app/crud/cms/contents/{key}"),
+                         ("PATCH", f"/app/crud/cms/contents/{key}"),
+                         ("DELETE", f"/app/crud/cms/contents/{key}")):
+        answer = client.request(method, path, headers=mine,
+                                json={"status": "draft"} if method == "PATCH" else None)
+        assert answer.status_code == 404, (method, answer.text)
+        assert answer.json()["error"] == "NotFoundError"
+
+
+def test_a_moderated_write_is_accepted_for_approval_and_applied_by_an_approver(
+        client: TestClient, engine: sa.Engine) -> None:
+    _, member = person(engine, *MEMBER)
+    _, approver = person(engine, *APPROVER)
+    pending = client.post("/app/crud/sao/tickets", headers=member,
+                          json={"title": "VPN down", "body": "Since noon."})
+    assert pending.status_code == 202, pending.text
+    modification = pending.json()["modification_id"]
+    assert pending.json()["status"] == "pending_approval" and pending.json()["record"] is None
+
+    own = client.post(f"/app/crud/approvals/{modification}/approve", headers=member)
+    assert own.status_code == 403
+    waiting = client.get("/app/crud/approvals", headers=approver)
+    assert waiting.status_code == 200 and modification in [m["id"] for m in waiting.json()]
+    approved = client.post(f"/app/crud/approvals/{modification}/approve", headers=approver)
+    assert approved.status_code == 200 and approved.json()["record"]["title"] == "VPN down"
+    again = client.post(f"/app/crud/approvals/{modification}/disapprove", headers=approver)
+    assert again.status_code == 409
+
+    direct = client.post("/app/crud/sao/tickets", headers=approver,
+                         json={"title": "Direct", "body": "", "visibility": "private"})
+    assert direct.status_code == 201 and direct.json()["record"]["visibility"] == "private"
+    key = direct.json()["record"]["id"]
+    assert client.get(f"/app/crud/sao/tickets/{key}", headers=member).status_code == 404
+
+
+def test_unknown_entities_fields_and_people_are_refused(
+        client: TestClient, engine: sa.Engine) -> None:
+    _, headers = person(engine, *EDITOR)
+    unknown = client.get("/app/crud/shop/orders", headers=headers)
+    assert unknown.status_code == 404 and "shop.orders" in unknown.json()["detail"]
+    extra = client.post("/app/crud/cms/contents", headers=headers,
+                        json={"locale": "en", "title": "T", "body": "B", "tenant": "beta"})
+    assert extra.status_code == 422
+    wrong = client.post("/app/crud/sao/tickets", headers=headers,
+                        json={"title": "T", "body": "B", "visibility": "x"})
+    assert wrong.status_code == 422
+    assert [p["loc"] for p in wrong.json()["detail"]] == [["body", "visibility"]]
+    _, member = person(engine, *MEMBER)
+    blank = client.post("/app/crud/sao/tickets", headers=member,
+                        json={"title": "   ", "body": "B"})
+    assert blank.status_code == 422 and blank.json()["detail"].startswith("title: ")
+    assert client.get("/app/crud/cms/contents").status_code == 401
+    guest = bearer(engine, permissions=EDITOR, is_guest=True)
+    assert client.get("/app/crud/cms/contents", headers=guest).status_code == 403
+    assert client.get("/app/crud/approvals", headers=headers).status_code == 403
+
+
+def test_another_method_on_an_entity_path_is_a_405_listing_its_methods(
+        client: TestClient, engine: sa.Engine) -> None:
+    _, headers = person(engine, *EDITOR)
+    answer = client.post("/app/crud/cms/contents/1", headers=headers, json={})
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "DELETE, GET, PATCH"
+    answer = client.put("/app/crud/approvals/00000000-0000-0000-0000-000000000000/approve",
+                        headers=headers)
+    assert answer.status_code == 405 and answer.headers["allow"] == "POST"
+
+
+def test_a_list_refuses_a_query_parameter_it_does_not_define(
+        client: TestClient, engine: sa.Engine) -> None:
+    _, headers = person(engine, *EDITOR)
+    answer = client.get("/app/crud/cms/contents", headers=headers,
+                        params={"tenant": "beta"})
+    assert answer.status_code == 422 and "'tenant'" in answer.json()["detail"]
