@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -19,23 +18,17 @@ with warnings.catch_warnings():
 from ragplate.api.app import create_app
 from ragplate.catalog.settings import Settings
 from ragplate.infra.models.base import Embedder
-from ragplate.infra.runtime import Runtime
-from ragplate.tasks.indexing.read import read_sources, user_corpus
-from tests.testing.corpus import index_documents
+from tests.testing.corpus import index_user_docs
 from tests.testing.people import bearer
 
 pytestmark = pytest.mark.integration
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
 MESSAGE_FIELDS = {"id", "role", "text", "status", "refusal_category", "citations", "metadata"}
 
 
 @pytest.fixture(scope="module")
 def client(settings: Settings, embedder: Embedder) -> Iterator[TestClient]:
-    runtime = Runtime(settings)
-    store = runtime.store("user", runtime.active_profile())
-    store.reset()
-    index_documents(store, embedder, user_corpus(read_sources({"": DOCS}), runtime.policy))
+    index_user_docs(settings, embedder)
     app = create_app(settings)
     with TestClient(app) as test_client:
         yield test_client

@@ -37,11 +37,9 @@ from playwright.sync_api import (
 from ragplate.catalog.assistant import text
 from ragplate.catalog.settings import Settings
 from ragplate.infra.models.base import Embedder
-from ragplate.infra.runtime import Runtime
-from ragplate.tasks.indexing.read import read_sources, user_corpus
 from ragplate.tasks.people.accounts import revoke
 from tests.testing.app_server import AppServer
-from tests.testing.corpus import index_documents
+from tests.testing.corpus import index_user_docs
 from tests.testing.people import bearer
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -89,10 +87,7 @@ DELTA_DELAY_MS = 150
 
 @pytest.fixture(scope="module")
 def server(settings: Settings, embedder: Embedder) -> Iterator[AppServer]:
-    runtime = Runtime(settings)
-    store = runtime.store("user", runtime.active_profile())
-    store.reset()
-    index_documents(store, embedder, user_corpus(read_sources({"": DOCS}), runtime.policy))
+    index_user_docs(settings, embedder)
     slowed = settings.model_copy(update={"assistant_stream_delay_ms": DELTA_DELAY_MS})
     with AppServer(slowed) as running:
         yield running

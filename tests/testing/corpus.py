@@ -10,9 +10,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ragplate.catalog.documents import Document
+from ragplate.catalog.settings import Settings
 from ragplate.infra.models.base import Embedder
+from ragplate.infra.runtime import Runtime
 from ragplate.infra.stores.base import DocumentStore
 from ragplate.tasks.indexing import index
+from ragplate.tasks.indexing.read import read_sources, user_corpus
 from ragplate.tasks.indexing.split import MarkdownAwareSplitter, split_documents
 
 #: Explicit sizes, so tests do not depend on the splitter settings' defaults.
@@ -60,3 +63,17 @@ DEVELOPER_FILES: dict[str, str] = {
     "faq/tenants.md": "# Tenants\n\nUser documents can be scoped to a list of tenants.\n",
     "faq/locales.md": "# Locales\n\nEach user document declares its locale, such as en or it.\n",
 }
+
+
+#: ragplate's own documentation, the corpus the assistant's HTTP tests answer from.
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def index_user_docs(settings: Settings, embedder: Embedder) -> Runtime:
+    """Reset the user index of the serving profile and index :data:`DOCS` into it (the
+    documents the audience policy admits); the runtime that reads it."""
+    runtime = Runtime(settings)
+    store = runtime.store("user", runtime.active_profile())
+    store.reset()
+    index_documents(store, embedder, user_corpus(read_sources({"": DOCS}), runtime.policy))
+    return runtime

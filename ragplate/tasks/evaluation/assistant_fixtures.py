@@ -28,15 +28,9 @@ from ragplate.catalog.assistant_datasets import AssistantCase
 from ragplate.catalog.documents import AccessContext, AudiencePolicy
 from ragplate.infra.models.base import Embedder
 from ragplate.infra.models.chat import ChatReply
-from ragplate.infra.stores.memory import MemoryStore
 from ragplate.tasks.assistant.evidence import source_passages
-from ragplate.tasks.evaluation.documentation import (
-    FIXTURE_CONTEXT_WEIGHT,
-    FIXTURE_SPLITTER,
-)
-from ragplate.tasks.indexing import index as indexing
+from ragplate.tasks.evaluation.documentation import index_in_memory
 from ragplate.tasks.indexing.read import read_sources, user_corpus
-from ragplate.tasks.indexing.split import split_documents
 from ragplate.tasks.retrieval.documentation import Hit, retrieve_user, user_filters
 
 #: The fixture's evidence floor: the shipped RAGPLATE_ASSISTANT_MIN_SIMILARITY, fixed so a
@@ -64,15 +58,7 @@ class FixtureSources:
         documents = user_corpus(read_sources({"": corpus}), self.policy)
         self._modules = {str(d.metadata.get("module")) for d in documents
                          if d.metadata.get("module")}
-        profile = embedder.profile
-        self.store = MemoryStore("user", profile)
-        self.store.reset()
-        chunks = split_documents(documents, FIXTURE_SPLITTER)
-        recipe = indexing.vector_recipe(FIXTURE_CONTEXT_WEIGHT)
-        for batch in indexing.make_batches(documents, chunks, profile.key,
-                                           batch_chunks=100, recipe=recipe):
-            indexing.write_batch(self.store, batch, indexing.embed_batch(
-                self.embedder, batch, FIXTURE_CONTEXT_WEIGHT))
+        self.store = index_in_memory(documents, index="user", embedder=embedder)
 
     def modules(self, index: str) -> set[str] | None:
         """The modules of the fixture's documents (it holds the user index only)."""

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ragplate.catalog.datasets import DatasetError, DocumentationCase, DocumentationDataset
-from ragplate.catalog.documents import AccessContext, AudiencePolicy
+from ragplate.catalog.documents import AccessContext, AudiencePolicy, Document
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.settings import PROJECT_ROOT, DocsRetrieval
@@ -236,16 +236,26 @@ def fixture_setup(
     selected = (developer_corpus(documents) if index == "developer"
                 else user_corpus(documents, policy))
     embedder = LocalEmbedder(FIXTURE_PROFILE)
-    store = MemoryStore(index, FIXTURE_PROFILE)
+    store = index_in_memory(selected, index=index, embedder=embedder)
+    return RetrievalSetup(index, "deterministic", store, embedder, policy, strategy,
+                          rrf_k=FIXTURE_RRF_K)
+
+
+def index_in_memory(documents: list[Document], *, index: str, embedder: Embedder
+                    ) -> MemoryStore:
+    """``documents`` split and embedded with the fixed Level-1 recipe
+    (:data:`FIXTURE_SPLITTER`, :data:`FIXTURE_CONTEXT_WEIGHT`) into a fresh in-memory store
+    of ``index``, through the plain indexing steps."""
+    profile = embedder.profile
+    store = MemoryStore(index, profile)
     store.reset()
-    chunks = split_documents(selected, FIXTURE_SPLITTER)
+    chunks = split_documents(documents, FIXTURE_SPLITTER)
     recipe = indexing.vector_recipe(FIXTURE_CONTEXT_WEIGHT)
-    for batch in indexing.make_batches(selected, chunks, FIXTURE_PROFILE.key, batch_chunks=100,
+    for batch in indexing.make_batches(documents, chunks, profile.key, batch_chunks=100,
                                        recipe=recipe):
         indexing.write_batch(store, batch, indexing.embed_batch(embedder, batch,
                                                                 FIXTURE_CONTEXT_WEIGHT))
-    return RetrievalSetup(index, "deterministic", store, embedder, policy, strategy,
-                          rrf_k=FIXTURE_RRF_K)
+    return store
 
 
 def live_setup(

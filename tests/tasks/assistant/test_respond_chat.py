@@ -11,7 +11,6 @@ import re
 import socket
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,15 +29,13 @@ from ragplate.tasks.assistant import conversations
 from ragplate.tasks.assistant.completion import MAX_RETRIES
 from ragplate.tasks.assistant.evidence import CLOSE, OPEN
 from ragplate.tasks.assistant.respond import respond
-from ragplate.tasks.indexing.read import read_sources, user_corpus
 from ragplate.tasks.people.accounts import create_person
 from tests.testing.chat_double import ChatDouble, Step, Text
-from tests.testing.corpus import index_documents
+from tests.testing.corpus import index_user_docs
 from tests.testing.http_double import Reply
 
 pytestmark = pytest.mark.integration
 
-DOCS = Path(__file__).resolve().parents[3] / "docs"
 QUESTION = "How do I ask the help assistant a good question?"
 ANSWER = "Ask one specific question about the page you are on, in your own words."
 REFUSAL, ABSTENTION = text("en", "refusal"), text("en", "abstention")
@@ -47,11 +44,7 @@ LABEL = re.compile(r"^\[(\d+)\] (.+)$", re.MULTILINE)
 
 @pytest.fixture(scope="module")
 def runtime(settings: Settings, engine: sa.Engine, embedder: Embedder) -> Runtime:
-    runtime = Runtime(settings)
-    store = runtime.store("user", runtime.active_profile())
-    store.reset()
-    index_documents(store, embedder, user_corpus(read_sources({"": DOCS}), runtime.policy))
-    return runtime
+    return index_user_docs(settings, embedder)
 
 
 @pytest.fixture
