@@ -7,7 +7,15 @@ from fastapi import FastAPI
 from ragplate import __version__
 from ragplate.api.body_limit import BodyLimit
 from ragplate.api.errors import install_error_handlers
-from ragplate.api.routes import agent, assistant, crud, docs_search, health, search
+from ragplate.api.routes import (
+    agent,
+    assistant,
+    assistant_writes,
+    crud,
+    docs_search,
+    health,
+    search,
+)
 from ragplate.api.routes.chat_page import install_chat_page
 from ragplate.api.routes.docs_ui import install_docs_page
 from ragplate.catalog.entities import entities
@@ -35,6 +43,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(search.router)
     app.include_router(assistant.router)
     app.include_router(agent.router)
+    # Before the CRUD routes: their catch-all would answer these paths 404.
+    app.include_router(assistant_writes.router)
     app.include_router(crud.router)
     search.document_entities(app, list(entities(app.state.runtime.settings)))
     install_docs_page(app)

@@ -16,7 +16,9 @@ from fastapi.security import HTTPBearer
 from ragplate.catalog.errors import PermissionDeniedError
 from ragplate.catalog.people import DEVELOPER_PERMISSION, Person
 from ragplate.infra.runtime import Runtime
+from ragplate.tasks.crud.service import CrudService
 from ragplate.tasks.people.accounts import authenticate
+from ragplate.tasks.writes.turn import crud_service
 
 # Only for the OpenAPI document (the lock icon and the scheme); auto_error is off so a
 # missing header is our JSON 401, not FastAPI's 403.
@@ -62,3 +64,11 @@ def get_developer(person: PersonDep) -> Person:
 
 
 DeveloperDep = Annotated[Person, Depends(get_developer)]
+
+
+def get_crud(runtime: RuntimeDep) -> CrudService:
+    """The CRUD service on the process's database and embedders."""
+    return crud_service(runtime)
+
+
+CrudDep = Annotated[CrudService, Depends(get_crud)]

@@ -7,6 +7,7 @@ person or the model says changes it.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -16,10 +17,21 @@ from ragplate.catalog.settings import Settings
 
 ProfileName = Literal["in_app", "developer_help"]
 
-#: Every capability a profile may be granted. ``crud_reads`` and ``governed_writes`` (data
-#: tools) are declared for the in-app profile's future; nothing grants them yet.
+#: Every capability a profile may be granted. ``crud_reads`` and ``governed_writes`` admit
+#: the data tools (``crud_*``: reads, and writes proposed for the person to confirm);
+#: ``ui_proposals`` the tools proposing a preference or view the page declared.
 CAPABILITIES = ("application_content", "in_app_rag", "read_only_graph", "developer_docs",
-                "crud_reads", "governed_writes")
+                "crud_reads", "governed_writes", "ui_proposals")
+
+
+#: The tool names each capability admits (``fnmatch`` patterns): a tool a toolset builds
+#: reaches the model only when a capability of the profile admits its name.
+TOOL_PATTERNS: dict[str, tuple[str, ...]] = {
+    "crud_reads": ("crud_list_*", "crud_read_*"),
+    "governed_writes": ("crud_create_*", "crud_update_*", "crud_delete_*",
+                        "crud_bulk_update_*", "crud_bulk_delete_*"),
+    "ui_proposals": ("propose_preference_change", "propose_view_state"),
+}
 
 
 @dataclass(frozen=True)
@@ -36,7 +48,8 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {
     "in_app": Profile("in_app", "user",
-                      frozenset({"application_content", "in_app_rag", "read_only_graph"}),
+                      frozenset({"application_content", "in_app_rag", "read_only_graph",
+                                 "crud_reads", "governed_writes", "ui_proposals"}),
                       end_user=True),
     # The terminal help assistant: developer documentation, never data tools.
     "developer_help": Profile("developer_help", "developer", frozenset({"developer_docs"}),
@@ -44,7 +57,7 @@ PROFILES: dict[str, Profile] = {
 }
 #: Capabilities a profile can never receive, whatever a future catalog says.
 FORBIDDEN = {"developer_help": frozenset({"crud_reads", "governed_writes",
-                                          "application_content"})}
+                                          "application_content", "ui_proposals"})}
 
 
 @dataclass(frozen=True)
@@ -63,6 +76,12 @@ class Policy:
     def allows(self, capability: str) -> bool:
         """Whether the profile holds ``capability``."""
         return capability in self.profile.capabilities
+
+    def admits_tool(self, name: str) -> bool:
+        """Whether a capability of the profile admits the tool called ``name``."""
+        return any(fnmatch.fnmatchcase(name, pattern)
+                   for capability in self.profile.capabilities
+                   for pattern in TOOL_PATTERNS.get(capability, ()))
 
 
 def compile_policy(name: str, settings: Settings) -> Policy:

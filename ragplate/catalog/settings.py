@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ragplate.catalog.crud import CRUD_ENTITIES, OPERATIONS
 from ragplate.catalog.documents import DEFAULT_MAX_SOURCE_BYTES
 from ragplate.catalog.entities import Entity
 from ragplate.catalog.errors import ConfigurationError
@@ -308,6 +309,24 @@ class Settings(BaseSettings):
         description="Modules whose records an applied CRUD write re-embeds, as a JSON list "
         "of module names (e.g. [\"cms\"]); empty: every module.",
     )
+    tools_crud_entities: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="The application entities the in-app assistant's data tools may use, "
+        "and the operations of each, as a JSON object (e.g. {\"sao.tickets\": [\"read\", "
+        "\"create\", \"update\"]}); empty: no data tool. A person is offered only what "
+        "they may do; approve and disapprove are never offered.",
+    )
+    tools_crud_unmoderated_writes: list[str] = Field(
+        default_factory=list,
+        description="Entities without approvals whose write operations the assistant may "
+        "propose, as a JSON list (e.g. [\"cms.contents\"]); an entity with approvals "
+        "needs no listing.",
+    )
+    assistant_writes_ttl_minutes: int = Field(
+        default=30, ge=1, le=1440,
+        description="Minutes a write the assistant proposed can be confirmed; then it "
+        "expires and nothing is written.",
+    )
 
     # The embedding-model switch (``ragplate embeddings switch``). Out-of-range values fall
     # back instead of failing, as the switch's operating notes say: a typo must not stop a
@@ -356,6 +375,28 @@ class Settings(BaseSettings):
         for locale in value:
             if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*", locale):
                 raise ValueError(f"{locale!r} is not a locale (e.g. en, it, pt-BR)")
+        return value
+
+    @field_validator("tools_crud_entities", mode="after")
+    @classmethod
+    def _crud_tools(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for entity, operations in value.items():
+            if entity not in CRUD_ENTITIES:
+                raise ValueError(f"{entity!r} is not an application entity (known: "
+                                 f"{', '.join(sorted(CRUD_ENTITIES))})")
+            for operation in operations:
+                if operation not in OPERATIONS:
+                    raise ValueError(f"{entity}: {operation!r} is not an operation the "
+                                     f"assistant may be offered ({', '.join(OPERATIONS)})")
+        return value
+
+    @field_validator("tools_crud_unmoderated_writes", mode="after")
+    @classmethod
+    def _unmoderated(cls, value: list[str]) -> list[str]:
+        for entity in value:
+            if entity not in CRUD_ENTITIES:
+                raise ValueError(f"{entity!r} is not an application entity (known: "
+                                 f"{', '.join(sorted(CRUD_ENTITIES))})")
         return value
 
     @field_validator("embeddings_modules", mode="after")

@@ -94,6 +94,30 @@ def list_records(conn: Connection, entity: str, scope: RowScope, *, limit: int, 
     return [_content(r, texts[int(r.id)]) for r in rows], total
 
 
+#: The columns a bulk write may select records by (constants: never a name from input).
+MATCH_COLUMNS = {"cms.contents": ("status",), "sao.tickets": ("status", "visibility")}
+
+
+def matching_keys(conn: Connection, entity: str, scope: RowScope, *, tenant: str,
+                  where: Mapping[str, str], keys: list[int] | None, limit: int) -> list[int]:
+    """The keys of the records of ``entity`` that ``scope`` lets be seen, of ``tenant``,
+    whose columns equal ``where`` (and among ``keys`` when given): by key, at most
+    ``limit``."""
+    params: dict[str, Any] = {"tenant": tenant, "limit": limit}
+    clauses = [_scope(scope, params), "r.tenant = :tenant"]
+    for number, (name, value) in enumerate(sorted(where.items())):
+        if name not in MATCH_COLUMNS[entity]:
+            raise ValueError(f"{entity} records are not selected by {name}")
+        clauses.append(f"r.{name} = :match{number}")
+        params[f"match{number}"] = value
+    if keys is not None:
+        clauses.append("r.id = ANY(CAST(:keys AS bigint[]))")
+        params["keys"] = keys
+    sql = (f"SELECT r.id FROM {TABLES[entity]} r WHERE {' AND '.join(clauses)} "
+           "ORDER BY r.id LIMIT :limit")
+    return [int(r.id) for r in conn.execute(sa.text(sql), params)]
+
+
 def insert_content(conn: Connection, *, tenant: str, status: str, locale: str, title: str,
                    body: str) -> int:
     """A new content with its one translation; returns its key."""

@@ -154,8 +154,13 @@ def test_capabilities_name_the_profile_and_features(client: TestClient,
     body = client.get("/app/ai/capabilities", headers=person).json()
 
     assert body["profile"] == "in_app" and body["locale"] == "en"
-    assert set(body["features"]) == {"application_content", "in_app_rag", "read_only_graph"}
-    assert "messages.send" in body["actions"]
+    assert set(body["capabilities"]) == {"application_content", "in_app_rag",
+                                         "read_only_graph", "crud_reads", "governed_writes",
+                                         "ui_proposals"}
+    # No chat model here: the assistant answers extractively and offers no tool.
+    assert body["configured"] is False
+    assert body["features"] == {"writes": False, "proposals": False, "streaming": True}
+    assert body["actions"] == []
 
 
 def test_a_message_over_the_length_bound_is_refused_as_length(client: TestClient,

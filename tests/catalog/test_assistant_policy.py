@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from ragplate.catalog import assistant
@@ -18,10 +20,31 @@ def test_each_profile_compiles_with_its_index_and_capabilities(tmp_path) -> None
     developer = compile_policy("developer_help", settings)
 
     assert in_app.profile.index == "user" and in_app.profile.end_user
-    assert in_app.allows("in_app_rag") and not in_app.allows("governed_writes")
+    assert in_app.allows("in_app_rag") and in_app.allows("governed_writes")
     assert developer.profile.index == "developer" and not developer.profile.end_user
     assert not developer.allows("crud_reads") and not developer.allows("application_content")
     assert in_app.min_similarity == 0.82
+
+
+def test_data_tools_are_admitted_by_name_through_their_capabilities(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(home=tmp_path)
+    in_app = compile_policy("in_app", settings)
+    developer = compile_policy("developer_help", settings)
+    for name in ("crud_list_sao_tickets", "crud_read_cms_contents", "crud_update_sao_tickets",
+                 "crud_bulk_delete_sao_tickets", "propose_preference_change"):
+        assert in_app.admits_tool(name) and not developer.admits_tool(name), name
+    for name in ("crud_approve_sao_tickets", "crud_confirm_sao_tickets", "approve",
+                 "crud_apply_cms_contents", "Crud_update_sao_tickets", "propose_anything"):
+        assert not in_app.admits_tool(name), name
+
+
+def test_a_catalog_granting_developer_help_a_data_tool_is_refused(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    profile = assistant.PROFILES["developer_help"]
+    widened = dataclasses.replace(profile, capabilities=profile.capabilities | {"crud_reads"})
+    monkeypatch.setitem(assistant.PROFILES, "developer_help", widened)
+    with pytest.raises(ConfigurationError, match="crud_reads"):
+        compile_policy("developer_help", Settings(home=tmp_path))
 
 
 def test_the_stricter_floor_wins(tmp_path) -> None:  # type: ignore[no-untyped-def]

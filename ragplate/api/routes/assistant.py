@@ -17,9 +17,10 @@ from ragplate.api.deps import MemberDep, RuntimeDep
 from ragplate.api.errors import AUTH_RESPONSES, ERROR_RESPONSES, ErrorBody
 from ragplate.api.fields import SearchText, StrictRequest
 from ragplate.catalog.assistant import compile_policy
-from ragplate.infra.models.chat import chat_client_from_settings
+from ragplate.infra.models.chat import CHAT, chat_client_from_settings
 from ragplate.tasks.assistant import conversations
 from ragplate.tasks.assistant.respond import respond
+from ragplate.tasks.writes.offered import offered_for
 
 router = APIRouter(prefix="/app/ai", tags=["assistant"])
 RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -71,6 +72,12 @@ class PageContext(StrictRequest):
 
     resource: SearchText | None = Field(default=None, max_length=200)
     record_key: SearchText | None = Field(default=None, max_length=200)
+    proposable: list[dict[str, Any]] | None = Field(
+        default=None, max_length=30,
+        description="What the page is willing to have proposed: entries of kind "
+        "'preference' (target: namespace, key) or 'view_state' (target: resource, view), "
+        "each with a JSON Schema subset, the current value and a description. An entry "
+        "breaking its bounds is dropped; nothing proposed is ever applied by the server.")
 
 
 class MessageContext(StrictRequest):
@@ -89,12 +96,34 @@ class NewMessage(StrictRequest):
     context: MessageContext | None = None
 
 
+class Features(BaseModel):
+    """What the assistant can do for this person now."""
+
+    writes: bool = Field(description="It may propose writes of application data (a chat "
+                         "model is configured and a write is offered to this person).")
+    proposals: bool = Field(description="It may propose a preference or view the page "
+                            "declares in context.page.proposable.")
+    streaming: bool = Field(description="POST /app/ai/agent streams answers.")
+
+
+class Action(BaseModel):
+    """An entity and operation the assistant may use for this person."""
+
+    entity: str = Field(description="module.entity, e.g. sao.tickets.")
+    operation: Literal["read", "create", "update", "delete"]
+    kind: Literal["read", "write"]
+    requires_approval: bool = Field(description="A confirmed write waits for an approver.")
+
+
 class Capabilities(BaseModel):
     """What the assistant offers this person."""
 
     profile: str
-    features: list[str]
-    actions: list[str]
+    configured: bool = Field(description="A chat model is configured (without one the "
+                             "assistant answers extractively and offers no tool).")
+    capabilities: list[str] = Field(description="The capabilities the profile is granted.")
+    features: Features
+    actions: list[Action]
     locale: str
     policy_version: str
 
@@ -103,7 +132,7 @@ class Capabilities(BaseModel):
 #: resolved scope, how much evidence was withheld) stays in the database: it would teach a
 #: prober which rule to word around and which modules exist.
 PUBLIC_METADATA = ("profile", "policy_version", "answerer", "sentences", "latency_ms",
-                   "degraded_reason")
+                   "degraded_reason", "writes", "proposals")
 
 
 def message_out(stored: Any) -> MessageOut:
@@ -160,10 +189,18 @@ def send_message(conversation_id: uuid.UUID, body: NewMessage, runtime: RuntimeD
 
 @router.get("/capabilities", response_model=Capabilities, responses=RESPONSES)
 def capabilities(runtime: RuntimeDep, person: MemberDep) -> Capabilities:
-    """The profile, its features and the actions this person may take."""
-    policy = compile_policy("in_app", runtime.settings)
-    return Capabilities(profile=policy.profile.name,
-                        features=sorted(policy.profile.capabilities),
-                        actions=["conversations.create", "conversations.read",
-                                 "messages.send"],
-                        locale=person.locale, policy_version=policy.policy_version)
+    """The profile, its features and the data actions the assistant may take for this
+    person (decided now: a permission revoked a moment ago is gone)."""
+    settings = runtime.settings
+    policy = compile_policy("in_app", settings)
+    chat = settings.servers.get(CHAT)
+    configured = chat is not None and bool(chat.url)
+    actions = offered_for(person, policy, settings) if configured else []
+    return Capabilities(
+        profile=policy.profile.name, configured=configured,
+        capabilities=sorted(policy.profile.capabilities),
+        features=Features(writes=any(a.kind == "write" for a in actions),
+                          proposals=configured and policy.allows("ui_proposals"),
+                          streaming=True),
+        actions=[Action(**a.as_dict()) for a in actions],
+        locale=person.locale, policy_version=policy.policy_version)

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragplate.api.deps import MemberDep, RuntimeDep
+from ragplate.api.deps import CrudDep, MemberDep
 from ragplate.api.errors import AUTH_RESPONSES, ERROR_RESPONSES, ErrorBody
 from ragplate.api.fields import StrictRequest
 from ragplate.catalog.crud import (
@@ -26,18 +26,9 @@ from ragplate.catalog.crud import (
 )
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.people import LOCALE_PATTERN
-from ragplate.tasks.crud.service import MAX_LIMIT, MAX_OFFSET, CrudService
+from ragplate.tasks.crud.service import MAX_LIMIT, MAX_OFFSET
 
 router = APIRouter(prefix="/app/crud", tags=["application data"])
-
-
-def get_crud(runtime: RuntimeDep) -> CrudService:
-    """The CRUD service on the process's database and embedders."""
-    return CrudService(engine=runtime.engine, embedder_for=runtime.embedder,
-                       embeddings_modules=tuple(runtime.settings.embeddings_modules))
-
-
-CrudDep = Annotated[CrudService, Depends(get_crud)]
 
 
 class OutcomeOut(BaseModel):

@@ -206,17 +206,25 @@ def structured(
     schema: type[T],
     *,
     max_retries: int,
+    tools: Sequence[Tool] = (),
+    runs: dict[str, int] | None = None,
+    max_rounds: int = 8,
 ) -> T:
-    """The model's answer as an instance of ``schema``.
+    """The model's answer as an instance of ``schema``, after the ``tools`` it called.
 
     Each failed answer (no text, no JSON, a JSON that ``schema`` refuses) is followed by a
     user message listing what was wrong — field locations and pydantic's messages, never
     the values sent — and a new request, ``max_retries`` times at most; then
-    :class:`~ragplate.catalog.errors.StructuredOutputError` lists the last problems.
-    ``messages`` is not changed.
+    :class:`~ragplate.catalog.errors.StructuredOutputError` lists the last problems. Tool
+    calls are run as :func:`run_agent` runs them (``runs`` counts them), at most
+    ``max_rounds`` rounds of them (:class:`AgentLoopError`). ``messages`` is not changed.
     """
     if max_retries < 0:
         raise ValueError("max_retries cannot be negative")
+    by_name = {tool.name: tool for tool in tools}
+    if len(by_name) != len(tools):
+        raise ValueError("two tools have the same name")
+    schemas = [tool.schema() for tool in tools] or None
     response_format = {
         "type": "json_schema",
         "json_schema": {
@@ -226,15 +234,28 @@ def structured(
         },
     }
     conversation = list(messages)
+    counted = runs if runs is not None else {}
     problems: list[str] = []
-    for _ in range(max_retries + 1):
-        reply = model.complete(conversation, response_format=response_format)
+    attempts = rounds = 0
+    while attempts <= max_retries:
+        reply = model.complete(conversation, tools=schemas, response_format=response_format)
+        if reply.tool_calls and schemas:
+            rounds += 1
+            if rounds > max_rounds:
+                raise AgentLoopError(f"the chat model was still calling tools after "
+                                     f"{max_rounds} rounds; no answer")
+            conversation.append(_assistant_message(reply))
+            for call in reply.tool_calls:
+                result = _run_tool(call, by_name, counted)
+                conversation.append({"role": "tool", "tool_call_id": call.id,
+                                     "content": result})
+            continue
+        attempts += 1
         parsed, problems = _parse(reply.content, schema)
         if parsed is not None:
             return parsed
         conversation.append({"role": "assistant", "content": reply.content or ""})
         conversation.append({"role": "user", "content": _retry_message(problems)})
-    attempts = max_retries + 1
     raise StructuredOutputError(
         f"the chat model's answer did not follow {schema.__name__} after {attempts} "
         f"attempt{'s' if attempts != 1 else ''}: " + "; ".join(problems)

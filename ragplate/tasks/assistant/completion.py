@@ -5,13 +5,14 @@ validation error up to :data:`MAX_RETRIES` times)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
 from ragplate.catalog.assistant import Policy
 from ragplate.catalog.errors import StructuredOutputError
 from ragplate.infra.models.chat import ChatModel
-from ragplate.tasks.assistant.agent import structured
+from ragplate.tasks.assistant.agent import Tool, structured
 from ragplate.tasks.assistant.evidence import Evidence, untrusted_block
 
 #: Retries of a structured answer that does not validate (the service's constant).
@@ -47,19 +48,32 @@ class ChatAnswer(BaseModel):
                                 "question back to the person because theirs is ambiguous.")
 
 
+#: Said when tools are offered: an answer may rest on what they returned.
+TOOLS_NOTE = (" You may call the tools offered to read the person's records or propose "
+              "changes. An answer that rests on what the tools returned is supported and "
+              "cites no excerpt.")
+
+
 def complete(model: ChatModel, *, policy: Policy, question: str, evidence: Evidence,
-             locale: str) -> ChatAnswer:
+             locale: str, tools: Sequence[Tool] = (), instructions: str = "",
+             runs: dict[str, int] | None = None) -> ChatAnswer:
     """The chat model's validated answer; cited numbers outside the evidence are dropped,
     and a supported answer that cites no excerpt of the evidence is refused as invalid
-    (:class:`StructuredOutputError`): its sources would have to be made up."""
+    (:class:`StructuredOutputError`): its sources would have to be made up — unless a tool
+    ran in this turn (``runs`` counts the tool calls; ``instructions`` are appended to the
+    system message, the toolsets' server-built blocks)."""
+    counted = runs if runs is not None else {}
+    system = INSTRUCTIONS[policy.profile.end_user].format(locale=locale) + CLARIFY
+    if tools:
+        system += TOOLS_NOTE + instructions
     messages = [
-        {"role": "system", "content": INSTRUCTIONS[policy.profile.end_user].format(
-            locale=locale) + CLARIFY},
+        {"role": "system", "content": system},
         {"role": "user", "content": f"{untrusted_block(evidence)}\n\nQuestion: {question}"},
     ]
-    answer = structured(model, messages, ChatAnswer, max_retries=MAX_RETRIES)
+    answer = structured(model, messages, ChatAnswer, max_retries=MAX_RETRIES, tools=tools,
+                        runs=counted)
     valid = [n for n in dict.fromkeys(answer.citations) if 1 <= n <= len(evidence.hits)]
-    if answer.supported and not valid and not answer.clarification:
+    if answer.supported and not valid and not answer.clarification and not counted:
         raise StructuredOutputError("the chat model's answer cites no excerpt of the evidence")
     return answer.model_copy(update={"citations": valid})
 

@@ -23,9 +23,11 @@ from ragplate.catalog.assistant import Policy, compile_policy, text
 from ragplate.catalog.documents import AccessContext
 from ragplate.catalog.errors import ChatModelError, NotFoundError, StructuredOutputError
 from ragplate.catalog.people import Person
+from ragplate.catalog.writes import text as writes_text
 from ragplate.infra.conversations import StoredMessage, insert_message, owned_conversation
 from ragplate.infra.models.chat import ChatModel
-from ragplate.tasks.assistant.agent import AgentLoopError
+from ragplate.tasks.assistant.agent import AgentLoopError, Tool
+from ragplate.tasks.assistant.claims import replace_claims
 from ragplate.tasks.assistant.completion import (
     ChatAnswer,
     clarifying_question,
@@ -38,7 +40,12 @@ from ragplate.tasks.assistant.guard import RememberingEmbedder, screen_message
 from ragplate.tasks.assistant.output_policy import check_output
 from ragplate.tasks.assistant.scope import Scope, resolve_scope
 from ragplate.tasks.assistant.sources import DocumentationSources, IndexSources
+from ragplate.tasks.assistant.toolsets import Toolset, offered
+from ragplate.tasks.assistant.ui_proposals import UiProposals
 from ragplate.tasks.retrieval.documentation import Hit, excerpt
+from ragplate.tasks.writes.tools import DataTools
+from ragplate.tasks.writes.turn import data_tools
+from ragplate.tasks.writes.turn import store as store_writes
 
 if TYPE_CHECKING:
     from ragplate.infra.runtime import Runtime
@@ -48,6 +55,11 @@ logger = logging.getLogger("ragplate.assistant")
 #: The steps of a message, in order, as :func:`answer_turn` reports them to ``on_phase``
 #: (a refused question stops after the first; an abstention skips the last).
 PHASES = ("validating_input", "retrieving", "generating", "validating_output")
+
+
+#: What a refused answer's metadata drops: the sentences it quoted, and the proposals it
+#: carried (a refused message proposes nothing).
+_UNSHOWN = ("sentences", "writes", "proposals")
 
 
 def _ignore(_phase: str) -> None:
@@ -63,6 +75,8 @@ class Turn:
     refusal_category: str | None = None
     citations: list[dict[str, Any]] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: The turn's data tools, whose proposals and audit events respond() stores.
+    data: DataTools | None = None
 
 
 def _citations(hits: list[Hit], quoted: dict[int, list[str]] | None = None
@@ -122,15 +136,20 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
     on_phase("generating")
     meta = {**base, "scope": scope.as_dict(), "retrieved": len(hits),
             "evidence_withheld": evidence.withheld}
+    data = data_tools(runtime, policy, person) if chat is not None else None
+    toolsets: list[Toolset] = [] if chat is None else [
+        *([data] if data is not None else []), _ui_proposals(policy, context)]
     turn = _complete(policy, locale, text_in, evidence.hits, meta, evidence, chat,
-                     lambda: sources.passages(policy, access, text_in, evidence.hits))
+                     lambda: sources.passages(policy, access, text_in, evidence.hits),
+                     toolsets)
+    turn.data = data
     if turn.status in ("answered", "clarification"):  # the model's own words
         on_phase("validating_output")
         checked = check_output(turn.text, end_user=policy.profile.end_user,
                                max_chars=policy.max_output_chars)
         if not checked.allowed:
             turn = _refused(locale, str(checked.category), checked.rule,
-                            **{k: v for k, v in turn.metadata.items() if k != "sentences"})
+                            **{k: v for k, v in turn.metadata.items() if k not in _UNSHOWN})
     done = time.perf_counter()
     turn.metadata["latency_ms"] = {
         "screening": round((screened - started) * 1000, 2),  # the question's embedding included
@@ -139,17 +158,56 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
     return turn
 
 
+def _ui_proposals(policy: Policy, context: Mapping[str, Any] | None) -> Toolset:
+    page = (context or {}).get("page")
+    return UiProposals(allowed=policy.allows("ui_proposals"),
+                       page=page if isinstance(page, Mapping) else None)
+
+
+def _admitted(policy: Policy, toolsets: list[Toolset]) -> list[Tool]:
+    """The toolsets' tools that a capability of the profile admits (fail closed)."""
+    tools = []
+    for tool in offered(toolsets):
+        if policy.admits_tool(tool.name):
+            tools.append(tool)
+        else:
+            logger.warning("tool not admitted by profile %s: %s", policy.profile.name,
+                           tool.name)
+    return tools
+
+
+def _with_pending(answer: str, locale: str, toolsets: list[Toolset],
+                  meta: dict[str, Any]) -> str:
+    """The answer of a turn that offered tools: each sentence claiming a change was made
+    replaced (no tool applies one), the notices of what waits for the person appended, the
+    toolsets' results in ``meta``."""
+    notices = [n for n in (t.notice(locale) for t in toolsets) if n]
+    for toolset in toolsets:
+        meta.update(toolset.metadata())
+    if not notices:
+        return replace_claims(answer, writes_text(locale, "claim")).rstrip()
+    # The notice says what a claim would get wrong: the claim goes, the notice stays.
+    kept = replace_claims(answer, "").strip()
+    return (kept + "\n\n" if kept else "") + " ".join(notices)
+
+
 def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
               meta: dict[str, Any], evidence: Any, chat: ChatModel | None,
-              passages: Callable[[], dict[int, list[str]]]) -> Turn:
+              passages: Callable[[], dict[int, list[str]]],
+              toolsets: list[Toolset] | None = None) -> Turn:
     abstain = Turn("abstained", text(locale, "abstention"), metadata={**meta})
-    if not hits:
+    toolsets = toolsets or []
+    tools = _admitted(policy, toolsets)
+    if not hits and not tools:
         return abstain
     reply: ChatAnswer | None = None
+    runs: dict[str, int] = {}
     if chat is not None:
         try:
+            instructions = "".join(t.instructions() or "" for t in toolsets if t.tools())
             reply = complete(chat, policy=policy, question=question, evidence=evidence,
-                             locale=locale)
+                             locale=locale, tools=tools, instructions=instructions,
+                             runs=runs)
         except (ChatModelError, StructuredOutputError, AgentLoopError) as exc:
             # A configured model that fails degrades the answer to the extractive one, and
             # says so; it never fails the message.
@@ -158,6 +216,8 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
             meta = {**meta, "degraded_reason": "chat_unavailable"
                     if isinstance(exc, ChatModelError) else "chat_invalid_answer"}
     if reply is None:
+        if not hits:
+            return Turn("abstained", text(locale, "abstention"), metadata={**meta})
         chosen = extract(question, hits, locale=locale, passages=passages())
         if not chosen.sentences:
             return abstain
@@ -179,8 +239,12 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
             return Turn("abstained", text(locale, "abstention"),
                         metadata={**meta, "answerer": "chat"})
         cited = [hits[n - 1] for n in reply.citations]
-        answer = renumber(reply.answer, reply.citations).strip()
         meta = {**meta, "answerer": "chat"}
+        if runs:
+            meta["tool_runs"] = dict(sorted(runs.items()))
+        answer = renumber(reply.answer, reply.citations).strip()
+        if tools:
+            answer = _with_pending(answer, locale, toolsets, meta)
     if policy.format_citations:
         answer += _sources_block(cited, locale)
     return Turn("answered", answer, citations=_citations(cited, quoted if reply is None else None),
@@ -219,6 +283,9 @@ def respond(runtime: Runtime, *, person: Person, conversation_id: uuid.UUID, tex
                                 text=turn.text, status=turn.status,
                                 refusal_category=turn.refusal_category,
                                 citations=turn.citations, metadata=turn.metadata)
+        if turn.data is not None:
+            store_writes(conn, turn.data, person=person, conversation_id=conversation_id,
+                         message_id=stored.id, keep_proposals="writes" in turn.metadata)
     if turn.status == "refused":
         logger.info("assistant turn refused: category %s", turn.refusal_category)
     return stored

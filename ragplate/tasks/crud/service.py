@@ -20,6 +20,7 @@ from __future__ import annotations
 import builtins
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,15 +103,16 @@ class CrudService:
 
     # -- writes ------------------------------------------------------------------------
 
-    def create(self, person: Person, *, entity: str, payload: Mapping[str, Any]
-               ) -> WriteOutcome:
-        """Create a record in the person's tenant (or propose it for approval)."""
+    def create(self, person: Person, *, entity: str, payload: Mapping[str, Any],
+               conn: Connection | None = None) -> WriteOutcome:
+        """Create a record in the person's tenant (or propose it for approval); in ``conn``'s
+        transaction when given, else in one of its own."""
         spec = crud_entity(entity)
         acl.require(person, spec, "create")
         tenant = acl.write_tenant(person)
         values = validate(spec, "create", payload)
         profiles = self._profiles(spec)
-        with self.engine.begin() as conn:
+        with self._transaction(conn) as conn:
             if acl.needs_approval(person, spec):
                 return self._propose(conn, spec, "create", None, values, person, tenant)
             record = self._apply(conn, spec, "create", None, values, tenant=tenant,
@@ -118,23 +120,31 @@ class CrudService:
         return WriteOutcome("applied", spec.name, "create", record=record)
 
     def update(self, person: Person, *, entity: str, key: str | int,
-               changes: Mapping[str, Any]) -> WriteOutcome:
-        """Change fields of a record the person sees, in their tenant."""
+               changes: Mapping[str, Any], conn: Connection | None = None) -> WriteOutcome:
+        """Change fields of a record the person sees, in their tenant (in ``conn``'s
+        transaction when given)."""
         return self._write(person, spec=crud_entity(entity), operation="update", key=key,
-                           payload=changes)
+                           payload=changes, conn=conn)
 
-    def delete(self, person: Person, *, entity: str, key: str | int) -> WriteOutcome:
-        """Delete a record the person sees, in their tenant."""
+    def delete(self, person: Person, *, entity: str, key: str | int,
+               conn: Connection | None = None) -> WriteOutcome:
+        """Delete a record the person sees, in their tenant (in ``conn``'s transaction when
+        given)."""
         return self._write(person, spec=crud_entity(entity), operation="delete", key=key,
-                           payload={})
+                           payload={}, conn=conn)
+
+    def _transaction(self, conn: Connection | None) -> AbstractContextManager[Connection]:
+        """The caller's transaction, or a new one committed at the end of the block."""
+        return nullcontext(conn) if conn is not None else self.engine.begin()
 
     def _write(self, person: Person, *, spec: CrudEntity, operation: Operation,
-               key: str | int, payload: Mapping[str, Any]) -> WriteOutcome:
+               key: str | int, payload: Mapping[str, Any],
+               conn: Connection | None) -> WriteOutcome:
         acl.require(person, spec, operation)
         tenant = acl.write_tenant(person)
         number = acl.parse_key(key, spec)
         profiles = self._profiles(spec)
-        with self.engine.begin() as conn:
+        with self._transaction(conn) as conn:
             target = crud_sql.read_record(conn, spec.name, number,
                                           acl.row_scope(person, spec), lock=True)
             if target is None:
