@@ -39,15 +39,14 @@ def writes_command(
     if json_output:
         print_json(rows)
         return
+    # The columns that fit a terminal of 80; --json has every field (the conversation,
+    # entity, record count and payload SHA-256 too).
     table = Table(title=f"{len(rows)} assistant write event(s)")
-    for column in ("at", "event", "actor", "conversation", "tool", "operation", "records",
-                   "outcome", "payload sha256"):
-        table.add_column(column, overflow="fold")
+    for column in ("at (UTC)", "event", "actor", "tool", "outcome"):
+        table.add_column(column, no_wrap=column in ("event", "tool"))
     for row in rows:
-        table.add_row(str(row["at"])[:19], row["event"], str(row["actor_id"]),
-                      str(row["conversation_id"])[:8], escape(row["tool"]), row["operation"],
-                      str(row["record_count"]), escape(row["outcome"]),
-                      row["payload_sha256"][:12])
+        table.add_row(str(row["at"])[:16].replace("T", " "), row["event"],
+                      str(row["actor_id"]), escape(row["tool"]), escape(row["outcome"]))
     console.print(table)
 
 

@@ -44,14 +44,18 @@ def check_idempotency_key(key: str | None) -> str | None:
     return key
 
 
-def view(proposal: dict[str, Any]) -> dict[str, Any]:
+def view(proposal: dict[str, Any], *, now: datetime | None = None) -> dict[str, Any]:
     """The public shape of a stored proposal (the ``metadata.writes`` entry, and where it
-    lives)."""
+    lives); one still ``proposed`` past its expiry at ``now`` reads ``expired`` (it is
+    stored so when a decision arrives)."""
     module, _, entity = proposal["entity"].partition(".")
     stamp = proposal["resolved_at"]
+    status = proposal["status"]
+    if status == "proposed" and now is not None and now >= proposal["expires_at"]:
+        status = "expired"
     return {"id": str(proposal["id"]), "tool": proposal["tool"], "module": module,
             "entity": entity, "operation": proposal["operation"],
-            "status": proposal["status"], "acting_user_id": proposal["user_id"],
+            "status": status, "acting_user_id": proposal["user_id"],
             "acting_user_name": proposal["acting_user_name"],
             "summary": proposal["summary"], "requires_approval": proposal["requires_approval"],
             "record_count": len(proposal["record_keys"]),
@@ -68,7 +72,7 @@ def read(service: CrudService, person: Person, proposal_id: uuid.UUID) -> dict[s
         found = writes_sql.read_proposal(conn, proposal_id, user_id=person.id)
     if found is None:
         raise NotFoundError(f"no proposal {proposal_id}")
-    return view(found)
+    return view(found, now=datetime.now(UTC))
 
 
 def decide(service: CrudService, settings: Settings, person: Person,

@@ -178,6 +178,10 @@ def test_an_expired_proposal_cannot_be_confirmed(
     write = propose_close(runtime, approver, key)
     later = datetime.now(UTC) + timedelta(minutes=runtime.settings.assistant_writes_ttl_minutes
                                           + 1)
+    with engine.begin() as conn:  # its expiry passed: reading it says so already
+        conn.execute(sa.text("UPDATE write_proposals SET expires_at = now() - interval '1 s' "
+                             "WHERE id = :p"), {"p": write["id"]})
+    assert confirm.read(service, approver, uuid.UUID(write["id"]))["status"] == "expired"
     found, decided = confirm.decide(service, runtime.settings, approver,
                                     uuid.UUID(write["id"]), "confirm", now=lambda: later)
     assert decided and found["status"] == "expired"

@@ -5,6 +5,8 @@
 import { readEvents } from "./sse.js";
 
 const BASE = "/app/ai";
+/** The person's decisions on the writes the assistant proposed. */
+const WRITES = "/app/crud/update/ai/assistant-writes";
 
 /** An answer other than a success, or no answer at all (``status`` 0). */
 export class ApiError extends Error {
@@ -40,12 +42,13 @@ async function failure(response) {
   return new ApiError(response.status, error || "Error", body ? body.detail : null);
 }
 
-async function send(token, method, path, { body, accept = "application/json", signal } = {}) {
-  const headers = { Authorization: `Bearer ${token}`, Accept: accept };
+async function send(token, method, path,
+  { body, accept = "application/json", signal, headers: extra = {}, base = BASE } = {}) {
+  const headers = { ...extra, Authorization: `Bearer ${token}`, Accept: accept };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {
-    response = await fetch(`${BASE}${path}`, {
+    response = await fetch(`${base}${path}`, {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
@@ -83,6 +86,25 @@ export function createConversation(token, title) {
 /** ``{id, title, messages}``, the messages oldest first. */
 export function getConversation(token, id) {
   return json(token, "GET", `/conversations/${encodeURIComponent(id)}`);
+}
+
+/** A write the assistant proposed, as it stands now: the entry of ``metadata.writes`` with
+ * its current ``status`` and ``outcome``. */
+export function getWrite(token, id) {
+  return json(token, "GET", `/${encodeURIComponent(id)}`, { base: WRITES });
+}
+
+/** The person's decision on a proposed write, ``"confirm"`` or ``"reject"``; answers the
+ * proposal with its new ``status`` (or, when it was decided before, that first decision).
+ * ``key`` goes as the ``Idempotency-Key`` header. */
+export function decideWrite(token, id, decision, key) {
+  if (decision !== "confirm" && decision !== "reject") {
+    throw new Error(`not a decision: ${decision}`);
+  }
+  return json(token, "POST", `/${encodeURIComponent(id)}/${decision}`, {
+    base: WRITES,
+    headers: key ? { "Idempotency-Key": key } : {},
+  });
 }
 
 /** Ask the assistant; yields the stream's events as parsed JSON (``type`` and

@@ -4,6 +4,11 @@
 // Message text is only ever set with textContent or text nodes: an answer quotes the
 // documentation, and a question is whatever a person typed.
 //
+// A write the assistant proposed (an entry of the message's metadata.writes) is a card under
+// the message, with Confirm and Reject while it is "proposed": the person's decision goes to
+// /app/crud/update/ai/assistant-writes/{id}/confirm or …/reject, outside the model. Its
+// summary holds values the model chose, so it is text like the rest.
+//
 // Each event of the stream is also dispatched on window as a "ragplate:stream"
 // CustomEvent (its detail the event's JSON), for a script of this page (an extension, a
 // test) to follow the delivery.
@@ -13,7 +18,9 @@ import {
   askStreaming,
   capabilities,
   createConversation,
+  decideWrite,
   getConversation,
+  getWrite,
   listConversations,
 } from "./api.js";
 import { language, languageOf, setLanguage, t, translate } from "./i18n.js";
@@ -71,6 +78,13 @@ function formatScore(score) {
 function titleOf(text) {
   const line = text.replace(/[\u0000-\u001f\u007f]+/g, " ").replace(/\s+/g, " ").trim();
   return line.length > TITLE_LENGTH ? `${line.slice(0, TITLE_LENGTH - 1).trimEnd()}…` : line;
+}
+
+function formatTime(stamp) {
+  const date = new Date(stamp);
+  if (!stamp || Number.isNaN(date.getTime())) return "";
+  return new Intl.DateTimeFormat(language(), { dateStyle: "medium", timeStyle: "short" })
+    .format(date);
 }
 
 function scrollToEnd() {
@@ -152,9 +166,10 @@ function assistantShell(status) {
   const badge = el("p", { className: "badge" });
   const phase = el("p", { className: "phase", "aria-hidden": "true" });
   const sources = el("div", { className: "sources-slot" });
+  const writes = el("div", { className: "writes-slot" });
   const item = el("li", { className: "message assistant" },
-    el("p", { className: "role" }, t("role.assistant")), badge, text, phase, sources);
-  const shell = { item, text, badge, phase, sources };
+    el("p", { className: "role" }, t("role.assistant")), badge, text, writes, phase, sources);
+  const shell = { item, text, badge, phase, sources, writes };
   setStatus(shell, status);
   return shell;
 }
@@ -179,7 +194,178 @@ function assistantMessage(message) {
   fillAnswer(shell.text, message.text || "", citations);
   shell.phase.remove();
   if (citations.length) shell.sources.replaceChildren(sourcesList(citations));
+  const writes = (message.metadata && message.metadata.writes) || [];
+  if (Array.isArray(writes) && writes.length) {
+    shell.writes.replaceChildren(proposalList(writes.filter((w) => w && w.id)));
+  }
   return shell.item;
+}
+
+// ---- Proposed writes ---------------------------------------------------------------------
+
+const DECIDED = new Set(["applied", "pending_approval", "failed", "rejected", "expired"]);
+const OPERATIONS = new Set(["create", "update", "delete", "bulk_update", "bulk_delete"]);
+/** What a failure's ``outcome.reason`` means, where the page has words of its own for it. */
+const REASONS = { not_offered: "proposal.reason.not_offered" };
+
+let proposalNumber = 0;
+
+/** A fresh Idempotency-Key: crypto.randomUUID() needs a secure context, which a page
+ * served over plain HTTP from another host is not; getRandomValues works everywhere. */
+function idempotencyKey() {
+  if (typeof crypto.randomUUID === "function") return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function proposalList(writes) {
+  return el("section", { className: "proposals", "aria-label": t("proposal.list") },
+    ...writes.map(proposalCard));
+}
+
+/** The card of one proposed write; its state is redrawn from the proposal each time the
+ * server answers with it. */
+function proposalCard(write) {
+  const number = ++proposalNumber;
+  const summaryId = `proposal-${number}-summary`;
+  const card = {
+    write,
+    busy: null, // "confirm" or "reject" while that request runs
+    node: el("article", { className: "proposal", "data-proposal-id": write.id,
+                          "aria-labelledby": `proposal-${number}-title` }),
+    title: el("h3", { id: `proposal-${number}-title`, className: "proposal-title" }),
+    status: el("p", { className: "proposal-status" }),
+    summary: el("p", { id: summaryId, className: "proposal-summary" }),
+    details: el("ul", { className: "proposal-details" }),
+    outcome: el("p", { className: "proposal-outcome", tabindex: "-1" }),
+    error: el("p", { className: "proposal-error error", role: "alert" }),
+    actions: el("div", { className: "proposal-actions" }),
+  };
+  card.confirm = el("button", { type: "button", className: "primary proposal-confirm",
+                                "aria-describedby": summaryId });
+  card.reject = el("button", { type: "button", className: "secondary proposal-reject",
+                               "aria-describedby": summaryId });
+  card.confirm.addEventListener("click", () => decide(card, "confirm"));
+  card.reject.addEventListener("click", () => decide(card, "reject"));
+  card.actions.append(card.confirm, card.reject);
+  card.node.append(
+    el("div", { className: "proposal-head" }, card.title, card.status),
+    card.summary, card.details, card.outcome, card.error, card.actions);
+  drawProposal(card);
+  return card.node;
+}
+
+function operationLabel(write) {
+  const operation = OPERATIONS.has(write.operation) ? write.operation : "unknown";
+  return t(`proposal.operation.${operation}`, { operation: String(write.operation) });
+}
+
+function outcomeText(write) {
+  const outcome = write.outcome || {};
+  switch (write.status) {
+    case "applied": return t("proposal.outcome.applied");
+    case "pending_approval": return t("proposal.outcome.pending_approval");
+    case "rejected": return t("proposal.outcome.rejected");
+    case "expired": return t("proposal.outcome.expired");
+    case "failed": {
+      const reason = REASONS[outcome.reason];
+      const detail = reason ? t(reason) : outcome.detail || outcome.reason || "";
+      return detail ? t("proposal.outcome.failed", { detail })
+        : t("proposal.outcome.failed_plain");
+    }
+    default: return "";
+  }
+}
+
+function drawProposal(card) {
+  const { write } = card;
+  // A status this page does not know is shown as it is, with nothing to click.
+  const status = DECIDED.has(write.status) || write.status === "proposed"
+    ? write.status : "unknown";
+  card.node.dataset.status = status;
+  card.title.textContent = t("proposal.title", {
+    operation: operationLabel(write),
+    entity: [write.module, write.entity].filter(Boolean).join("."),
+  });
+  card.status.textContent = t(`proposal.status.${status}`, { status: String(write.status) });
+  card.summary.textContent = String(write.summary ?? "");
+
+  const details = [];
+  const count = Number(write.record_count);
+  if (String(write.operation).startsWith("bulk_") && Number.isFinite(count)) {
+    details.push(t(count === 1 ? "proposal.records.one" : "proposal.records", { count }));
+  }
+  if (write.requires_approval) {
+    details.push(el("span", { className: "proposal-approval" }, t("proposal.approval")));
+  }
+  if (status === "proposed") {
+    const expires = formatTime(write.expires_at);
+    const past = new Date(write.expires_at).getTime() <= Date.now();
+    if (expires) {
+      details.push(el("span", { className: "proposal-expiry" },
+        t(past ? "proposal.expired_at" : "proposal.expires", { time: expires })));
+    }
+  } else if (status === "expired") {
+    const expired = formatTime(write.expires_at);
+    if (expired) details.push(t("proposal.expired_at", { time: expired }));
+  } else {
+    const decided = formatTime(write.resolved_at);
+    if (decided) details.push(t("proposal.decided", { time: decided }));
+  }
+  card.details.replaceChildren(...details.map((detail) => el("li", {}, detail)));
+
+  const open = status === "proposed";
+  card.outcome.textContent = open ? "" : outcomeText(write);
+  card.outcome.hidden = open;
+  if (!open) card.actions.remove(); // decided for good: nothing left to click
+  if (card.busy) card.node.setAttribute("aria-busy", "true");
+  else card.node.removeAttribute("aria-busy");
+  card.confirm.disabled = card.reject.disabled = Boolean(card.busy);
+  card.confirm.textContent = t(card.busy === "confirm" ? "proposal.confirming"
+    : "proposal.confirm");
+  card.reject.textContent = t(card.busy === "reject" ? "proposal.rejecting"
+    : "proposal.reject");
+}
+
+function messageOfDecisionError(error) {
+  if (error instanceof ApiError && error.status === 404) return t("proposal.missing");
+  return messageOfError(error);
+}
+
+async function decide(card, decision) {
+  if (card.busy || card.write.status !== "proposed" || !state.token) return;
+  const token = state.token;
+  const button = decision === "confirm" ? card.confirm : card.reject;
+  card.busy = decision;
+  card.error.textContent = "";
+  drawProposal(card);
+  try {
+    card.write = { ...card.write, ...await decideWrite(token, card.write.id, decision,
+                                                       idempotencyKey()) };
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) {
+      card.busy = null;
+      signOut(t("signin.expired"));
+      return;
+    }
+    // The request may have been decided even so (the answer lost on its way back): what
+    // the server holds now says.
+    const now = await getWrite(token, card.write.id).catch(() => null);
+    if (now && DECIDED.has(now.status)) {
+      card.write = { ...card.write, ...now };
+    } else {
+      card.busy = null;
+      drawProposal(card);
+      card.error.textContent = messageOfDecisionError(error);
+      button.focus();
+      return;
+    }
+  }
+  card.busy = null;
+  drawProposal(card);
+  announce(`${card.status.textContent}. ${card.outcome.textContent}`);
+  // The buttons are gone: the keyboard's place moves to what happened.
+  if (!card.outcome.hidden) card.outcome.focus();
 }
 
 function renderMessages(messages) {
