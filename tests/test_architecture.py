@@ -26,7 +26,7 @@ MAY_IMPORT: dict[str, set[str]] = {
 }
 #: The wings of tasks/ and the modules every wing shares.
 WINGS = {"indexing", "retrieval", "records", "evaluation", "tuning", "switch", "people",
-         "assistant", "crud", "writes"}
+         "assistant", "crud", "writes", "analytics"}
 SHARED_TASK_MODULES = {"__init__.py", "flow_runs.py", "progress.py", "retries.py"}
 
 

@@ -37,6 +37,9 @@ class Person:
     locale: str = "en"
     permissions: frozenset[str] = field(default_factory=frozenset)
     is_guest: bool = False
+    #: The operator acting as this person with a token issued for that (``ragplate users
+    #: token NAME --impersonated-by OPERATOR``); known from the request's token only.
+    impersonated_by: int | None = None
 
     def holds(self, permission: str) -> bool:
         """Whether the person holds ``permission`` (exact names; no wildcard grants)."""

@@ -193,6 +193,10 @@ api_tokens = sa.Table(
         "created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
     ),
     sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
+    # A token an operator was issued to act as this person (migration 0013): their
+    # questions are never logged in the query analytics.
+    sa.Column("impersonated_by", sa.BigInteger,
+              sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=True),
     sa.UniqueConstraint("token_hash", name="uq_api_tokens_hash"),
     sa.Index("ix_api_tokens_user", "user_id"),
 )
@@ -344,4 +348,26 @@ assistant_write_audit = sa.Table(
     sa.CheckConstraint("event IN ('proposed', 'refused', 'confirmed', 'rejected')",
                        name="ck_assistant_write_audit_event"),
     sa.Index("ix_assistant_write_audit_at", "at"),
+)
+
+#: Documentation query analytics (migration 0013): one row per answered or abstained
+#: question, exactly the fields of :data:`ragplate.catalog.analytics.FIELDS`; nothing in
+#: ragplate reads it to answer. No foreign key: ``user_ref`` is an HMAC, never an id.
+rag_queries = sa.Table(
+    "rag_queries",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("logged_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("user_ref", sa.Text, nullable=False),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("profile", sa.Text, nullable=False),
+    sa.Column("locale", sa.Text, nullable=False),
+    sa.Column("query", sa.Text, nullable=True),
+    sa.Column("retrieved_count", sa.Integer, nullable=False),
+    sa.Column("citation_count", sa.Integer, nullable=False),
+    sa.Column("answered", sa.Boolean, nullable=False),
+    sa.Column("latency_ms", sa.Float, nullable=False),
+    sa.Column("index", sa.Text, nullable=False),
+    sa.Index("ix_rag_queries_logged_at", "logged_at"),
+    sa.Index("ix_rag_queries_user_ref", "user_ref"),
 )

@@ -309,6 +309,33 @@ class Settings(BaseSettings):
         description="Modules whose records an applied CRUD write re-embeds, as a JSON list "
         "of module names (e.g. [\"cms\"]); empty: every module.",
     )
+    query_logging_enabled: bool = Field(
+        default=False,
+        description="Log each answered or abstained assistant question (write-only, never "
+        "read to answer) for the corpus-gap report; guests, acting-as tokens and refused "
+        "turns are never logged. Needs RAGPLATE_APP_KEY.",
+    )
+    query_logging_query_text_mode: Literal["raw", "off"] = Field(
+        default="raw",
+        description="raw: store the question as typed (it may hold what a person typed "
+        "about themselves; retention and erasure bound it); off: counts, latency, locale "
+        "and profile only.",
+    )
+    query_logging_retention_days: int = Field(
+        default=30, ge=1, le=3650,
+        description="Days a query record is kept; ragplate analytics prune (and the "
+        "daily-analytics-prune deployment) deletes older ones.",
+    )
+    app_key: SecretStr | None = Field(
+        default=None,
+        description="The application key: query records refer to a person as HMAC-SHA256 "
+        "of their id under it. Rotate by moving the old one to RAGPLATE_APP_PREVIOUS_KEYS.",
+    )
+    app_previous_keys: list[SecretStr] = Field(
+        default_factory=list,
+        description="Earlier application keys, as a JSON list: erasing a person's query "
+        "records also matches the references written under them.",
+    )
     tools_crud_entities: dict[str, list[str]] = Field(
         default_factory=dict,
         description="The application entities the in-app assistant's data tools may use, "

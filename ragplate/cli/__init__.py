@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from ragplate.catalog.errors import RagplateError
 from ragplate.cli import (
+    analytics,
     audit,
     bench,
     db,
@@ -62,7 +63,7 @@ app = typer.Typer(
 )
 # One way of adding commands: every module attaches its own with ``register(app)``.
 for module in (docs, sources, services, embeddings, db, bench, servers, demo, evaluate, tuning,
-               search, users, guardrails, help_assistant, audit):
+               search, users, guardrails, help_assistant, audit, analytics):
     module.register(app)
 
 err_console = Console(stderr=True)

@@ -55,6 +55,10 @@ def create_command(
 
 def token_command(
     name: Annotated[str, typer.Argument(help="The person's name.")],
+    impersonated_by: Annotated[str | None, typer.Option(
+        "--impersonated-by", help="An operator (tenants.operator) who will act as the "
+        "person with this token; such a session is never logged in the query analytics."
+        )] = None,
     json_output: Annotated[bool, JSON] = False,
 ) -> None:
     """Issue a new API token for a person. It is shown once and stored hashed: keep it.
@@ -63,7 +67,7 @@ def token_command(
     """
     from ragplate.tasks.people.accounts import issue_token
 
-    token = issue_token(_engine(), name=name)
+    token = issue_token(_engine(), name=name, impersonated_by=impersonated_by)
     if json_output:
         print_json({"token": token})
         return
@@ -123,7 +127,9 @@ def delete_command(
     if not yes and not typer.confirm(f"Delete {name} and their conversations?", err=True):
         typer.echo("Nothing deleted.", err=True)
         raise typer.Exit(1)
-    person = delete(_engine(), name=name)
+    from ragplate.infra.environment import get_settings
+
+    person = delete(_engine(), name=name, settings=get_settings())
     if json_output:
         print_json({"deleted": person.as_dict()})
         return

@@ -7,7 +7,7 @@ never reaches the database, a log or a listing.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -67,16 +67,25 @@ def person_by_name(conn: sa.Connection, name: str) -> Person:
 def person_by_token(conn: sa.Connection, token: str) -> Person | None:
     """The person a live (not revoked) token belongs to, or ``None``."""
     row = conn.execute(
-        sa.select(users).join(api_tokens, api_tokens.c.user_id == users.c.id)
+        sa.select(users, api_tokens.c.impersonated_by)
+        .join(api_tokens, api_tokens.c.user_id == users.c.id)
         .where(api_tokens.c.token_hash == token_hash(token), api_tokens.c.revoked_at.is_(None))
     ).one_or_none()
-    return None if row is None else _person(row)
+    if row is None:
+        return None
+    person = _person(row)
+    if row.impersonated_by is None:
+        return person
+    return replace(person, impersonated_by=int(row.impersonated_by))
 
 
-def insert_token(conn: sa.Connection, person: Person, token: str) -> None:
-    """Store a new token of ``person`` (its hash and hint)."""
+def insert_token(conn: sa.Connection, person: Person, token: str, *,
+                 impersonated_by: Person | None = None) -> None:
+    """Store a new token of ``person`` (its hash and hint); ``impersonated_by``: the
+    operator who acts as them with it."""
     conn.execute(api_tokens.insert().values(
-        user_id=person.id, token_hash=token_hash(token), hint=token[:TOKEN_HINT_CHARS]))
+        user_id=person.id, token_hash=token_hash(token), hint=token[:TOKEN_HINT_CHARS],
+        impersonated_by=None if impersonated_by is None else impersonated_by.id))
 
 
 def revoke_tokens(conn: sa.Connection, person: Person) -> int:

@@ -11,7 +11,8 @@ from ragplate.catalog.documents import AudiencePolicy
 from ragplate.catalog.errors import ActiveProfileError, UnknownProfileError
 from ragplate.catalog.profiles import EmbeddingProfile, get_profile
 from ragplate.catalog.settings import Settings
-from ragplate.infra import settings_store
+from ragplate.infra import analytics, settings_store
+from ragplate.infra.analytics_writer import QueryWriter
 from ragplate.infra.database import get_engine
 from ragplate.infra.models import Embedder, make_embedder
 from ragplate.infra.stores import make_store
@@ -52,6 +53,11 @@ class Runtime:
         engine = self.engine if driver == "pgvector" else None
         return make_store(driver, index=index, profile=profile, settings=self.settings,
                           engine=engine)
+
+    @cached_property
+    def query_writer(self) -> QueryWriter:
+        """This process's writer of query records into the analytics store."""
+        return QueryWriter(lambda record: analytics.insert_record(self.engine, record))
 
     @property
     def policy(self) -> AudiencePolicy:

@@ -44,6 +44,9 @@ class ProposalOut(BaseModel):
     summary: str = Field(description="What it would change, built by the server.")
     requires_approval: bool = Field(description="A confirmed write waits for an approver.")
     record_count: int = Field(description="The records it targets (those a bulk matched).")
+    record_ids: list[int] = Field(description="Their keys (none for a create).")
+    changes: dict[str, Any] = Field(description="The exact fields a confirm writes, in full "
+                                    "(the summary cuts long values).")
     outcome: dict[str, Any] | None = Field(
         description="After the decision: record_ids (applied), modification_ids "
         "(pending_approval), reason and detail (failed).")

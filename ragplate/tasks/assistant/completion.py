@@ -5,7 +5,7 @@ validation error up to :data:`MAX_RETRIES` times)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -54,14 +54,20 @@ TOOLS_NOTE = (" You may call the tools offered to read the person's records or p
               "cites no excerpt.")
 
 
+def _ungrounded() -> bool:
+    return False
+
+
 def complete(model: ChatModel, *, policy: Policy, question: str, evidence: Evidence,
              locale: str, tools: Sequence[Tool] = (), instructions: str = "",
-             runs: dict[str, int] | None = None) -> ChatAnswer:
+             runs: dict[str, int] | None = None,
+             grounded: Callable[[], bool] = _ungrounded) -> ChatAnswer:
     """The chat model's validated answer; cited numbers outside the evidence are dropped,
     and a supported answer that cites no excerpt of the evidence is refused as invalid
-    (:class:`StructuredOutputError`): its sources would have to be made up — unless a tool
-    ran in this turn (``runs`` counts the tool calls; ``instructions`` are appended to the
-    system message, the toolsets' server-built blocks)."""
+    (:class:`StructuredOutputError`): its sources would have to be made up — unless the
+    tools ``grounded`` it (records read, a proposal stored). ``runs`` counts the tool
+    calls; ``instructions`` are appended to the system message (the toolsets'
+    server-built blocks)."""
     counted = runs if runs is not None else {}
     system = INSTRUCTIONS[policy.profile.end_user].format(locale=locale) + CLARIFY
     if tools:
@@ -73,7 +79,7 @@ def complete(model: ChatModel, *, policy: Policy, question: str, evidence: Evide
     answer = structured(model, messages, ChatAnswer, max_retries=MAX_RETRIES, tools=tools,
                         runs=counted)
     valid = [n for n in dict.fromkeys(answer.citations) if 1 <= n <= len(evidence.hits)]
-    if answer.supported and not valid and not answer.clarification and not counted:
+    if answer.supported and not valid and not answer.clarification and not grounded():
         raise StructuredOutputError("the chat model's answer cites no excerpt of the evidence")
     return answer.model_copy(update={"citations": valid})
 

@@ -19,13 +19,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ragplate.catalog.assistant import Policy, compile_policy, text
+from ragplate.catalog.assistant import PROFILES, Policy, compile_policy, text
 from ragplate.catalog.documents import AccessContext
 from ragplate.catalog.errors import ChatModelError, NotFoundError, StructuredOutputError
 from ragplate.catalog.people import Person
 from ragplate.catalog.writes import text as writes_text
 from ragplate.infra.conversations import StoredMessage, insert_message, owned_conversation
 from ragplate.infra.models.chat import ChatModel
+from ragplate.tasks.analytics.recorder import record_turn
 from ragplate.tasks.assistant.agent import AgentLoopError, Tool
 from ragplate.tasks.assistant.claims import replace_claims
 from ragplate.tasks.assistant.completion import (
@@ -40,7 +41,7 @@ from ragplate.tasks.assistant.guard import RememberingEmbedder, screen_message
 from ragplate.tasks.assistant.output_policy import check_output
 from ragplate.tasks.assistant.scope import Scope, resolve_scope
 from ragplate.tasks.assistant.sources import DocumentationSources, IndexSources
-from ragplate.tasks.assistant.toolsets import Toolset, offered
+from ragplate.tasks.assistant.toolsets import Toolset, offered, proposes
 from ragplate.tasks.assistant.ui_proposals import UiProposals
 from ragplate.tasks.retrieval.documentation import Hit, excerpt
 from ragplate.tasks.writes.tools import DataTools
@@ -178,9 +179,9 @@ def _admitted(policy: Policy, toolsets: list[Toolset]) -> list[Tool]:
 
 def _with_pending(answer: str, locale: str, toolsets: list[Toolset],
                   meta: dict[str, Any]) -> str:
-    """The answer of a turn that offered tools: each sentence claiming a change was made
-    replaced (no tool applies one), the notices of what waits for the person appended, the
-    toolsets' results in ``meta``."""
+    """The answer of a turn whose model called a tool proposing a change (stored or
+    refused): each sentence claiming a change was made replaced (no tool applies one), the
+    notices of what waits for the person appended, the toolsets' results in ``meta``."""
     notices = [n for n in (t.notice(locale) for t in toolsets) if n]
     for toolset in toolsets:
         meta.update(toolset.metadata())
@@ -207,7 +208,7 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
             instructions = "".join(t.instructions() or "" for t in toolsets if t.tools())
             reply = complete(chat, policy=policy, question=question, evidence=evidence,
                              locale=locale, tools=tools, instructions=instructions,
-                             runs=runs)
+                             runs=runs, grounded=lambda: any(t.grounds() for t in toolsets))
         except (ChatModelError, StructuredOutputError, AgentLoopError) as exc:
             # A configured model that fails degrades the answer to the extractive one, and
             # says so; it never fails the message.
@@ -243,7 +244,7 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
         if runs:
             meta["tool_runs"] = dict(sorted(runs.items()))
         answer = renumber(reply.answer, reply.citations).strip()
-        if tools:
+        if any(proposes(name) for name in runs):
             answer = _with_pending(answer, locale, toolsets, meta)
     if policy.format_citations:
         answer += _sources_block(cited, locale)
@@ -288,4 +289,7 @@ def respond(runtime: Runtime, *, person: Person, conversation_id: uuid.UUID, tex
                          message_id=stored.id, keep_proposals="writes" in turn.metadata)
     if turn.status == "refused":
         logger.info("assistant turn refused: category %s", turn.refusal_category)
+    record_turn(runtime, person=person, profile=profile, index=PROFILES[profile].index,
+                question=text_in, status=turn.status, metadata=turn.metadata,
+                citations=len(turn.citations))
     return stored

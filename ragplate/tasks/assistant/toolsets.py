@@ -29,6 +29,10 @@ class Toolset(Protocol):
         """The sentence the message must end with when something waits for the person
         (in their language), else ``None``."""
 
+    def grounds(self) -> bool:
+        """Whether the turn's answer may rest on what these tools produced (records read,
+        a proposal stored) instead of citing documentation."""
+
     def instructions(self) -> str | None:
         """What the system message adds when these tools are offered (server-built; no
         text of the person's or the model's), else ``None``."""
@@ -37,3 +41,13 @@ class Toolset(Protocol):
 def offered(toolsets: Sequence[Toolset]) -> list[Tool]:
     """Every tool of ``toolsets``, in order."""
     return [tool for toolset in toolsets for tool in toolset.tools()]
+
+
+_READ_PREFIXES = ("crud_list_", "crud_read_")
+
+
+def proposes(name: str) -> bool:
+    """Whether the tool called ``name`` proposes a change (a data write or a page
+    suggestion), as opposed to reading."""
+    return (name.startswith("crud_") and not name.startswith(_READ_PREFIXES)) or (
+        name.startswith("propose_"))

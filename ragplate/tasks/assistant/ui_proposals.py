@@ -210,6 +210,10 @@ class UiProposals:
             return {}
         return {"proposals": json.loads(json.dumps(self._proposals))}
 
+    def grounds(self) -> bool:
+        """Whether the answer may rest on this turn's proposals instead of documentation."""
+        return bool(self._proposals)
+
     def notice(self, locale: str) -> str | None:
         """That the suggestions wait for the person and nothing was changed, in English or
         Italian; ``None`` without proposals."""

@@ -239,6 +239,11 @@ class CrudService:
 
     # -- the writes themselves -----------------------------------------------------------
 
+    def profiles_for(self, entity: str) -> builtins.list[EmbeddingProfile]:
+        """The profiles an applied write of ``entity`` embeds with (see :meth:`_profiles`);
+        a caller that passes its own transaction reads them before opening it."""
+        return self._profiles(crud_entity(entity))
+
     def _profiles(self, spec: CrudEntity) -> builtins.list[EmbeddingProfile]:
         """The profiles an applied write of ``spec`` embeds with, read before its
         transaction opens (none when the entity has no vectors or its module is not

@@ -10,8 +10,9 @@ import secrets
 
 from sqlalchemy.engine import Engine
 
-from ragplate.catalog.errors import AuthenticationError
+from ragplate.catalog.errors import AuthenticationError, InvalidInputError, PermissionDeniedError
 from ragplate.catalog.people import (
+    OPERATOR_PERMISSION,
     TOKEN_PREFIX,
     Person,
     check_locale,
@@ -19,8 +20,10 @@ from ragplate.catalog.people import (
     check_permissions,
     check_tenant,
 )
+from ragplate.catalog.settings import Settings
 from ragplate.infra import people
 from ragplate.infra.people import PersonRow
+from ragplate.tasks.analytics.retention import erase
 
 #: Bytes of randomness in a token (256 bits).
 TOKEN_BYTES = 32
@@ -39,11 +42,24 @@ def create_person(engine: Engine, *, name: str, permissions: list[str] | None = 
                                     is_guest=is_guest)
 
 
-def issue_token(engine: Engine, *, name: str) -> str:
-    """A new API token for the person called ``name``: returned once, stored hashed."""
+def issue_token(engine: Engine, *, name: str, impersonated_by: str | None = None) -> str:
+    """A new API token for the person called ``name``: returned once, stored hashed.
+    ``impersonated_by`` names the operator (holding ``tenants.operator``) who will act as
+    the person with it: such a session is never logged in the query analytics."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
     with engine.begin() as conn:
-        people.insert_token(conn, people.person_by_name(conn, name), token)
+        person = people.person_by_name(conn, name)
+        operator = None
+        if impersonated_by is not None:
+            operator = people.person_by_name(conn, impersonated_by)
+            if not operator.holds(OPERATOR_PERMISSION) or operator.is_guest:
+                raise PermissionDeniedError(f"--impersonated-by {impersonated_by!r}: acting "
+                                            f"as someone needs the {OPERATOR_PERMISSION} "
+                                            "permission")
+            if operator.id == person.id:
+                raise InvalidInputError("--impersonated-by: a person does not act as "
+                                        "themselves")
+        people.insert_token(conn, person, token, impersonated_by=operator)
     return token
 
 
@@ -53,11 +69,14 @@ def revoke(engine: Engine, *, name: str) -> int:
         return people.revoke_tokens(conn, people.person_by_name(conn, name))
 
 
-def delete(engine: Engine, *, name: str) -> Person:
-    """Delete the person called ``name`` with their tokens and conversations."""
+def delete(engine: Engine, *, name: str, settings: Settings | None = None) -> Person:
+    """Delete the person called ``name`` with their tokens and conversations, then (with
+    ``settings``, which hold the application keys) their query analytics records."""
     with engine.begin() as conn:
         person = people.person_by_name(conn, name)
         people.delete_person(conn, person)
+    if settings is not None:
+        erase(engine, settings, user_id=person.id)
     return person
 
 

@@ -75,7 +75,7 @@ def events(engine: Engine, *, since: datetime | None = None, limit: int = 1000
     values."""
     with engine.connect() as conn:
         rows = writes_sql.list_audit(conn, since=since, limit=limit)
-    return [{name: (row[name].isoformat() if isinstance(row[name], datetime) else
+    return [{name: (row[name].astimezone(UTC).isoformat() if isinstance(row[name], datetime) else
                     str(row[name]) if isinstance(row[name], uuid.UUID) else row[name])
              for name in COLUMNS} for row in rows]
 

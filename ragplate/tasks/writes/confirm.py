@@ -11,6 +11,7 @@ times at once is applied once, and every later decision answers the first one.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -60,6 +61,8 @@ def view(proposal: dict[str, Any], *, now: datetime | None = None) -> dict[str, 
             "summary": proposal["summary"], "requires_approval": proposal["requires_approval"],
             "record_count": len(proposal["record_keys"]),
             "outcome": proposal["outcome"] or None,
+            "record_ids": list(proposal["record_keys"]),
+            "changes": dict(proposal["payload"]),
             "expires_at": proposal["expires_at"].isoformat(),
             "resolved_at": stamp.isoformat() if stamp is not None else None,
             "conversation_id": str(proposal["conversation_id"]),
@@ -82,6 +85,14 @@ def decide(service: CrudService, settings: Settings, person: Person,
     """Confirm or reject a proposal of ``person``; ``(its view, whether this request
     decided it)`` — ``False``: it was decided before and this answers that decision."""
     key = check_idempotency_key(idempotency_key)
+    # The embedding profiles a write needs are read before the transaction: reading them
+    # inside it would take more pooled connections while the row lock is held.
+    with service.engine.connect() as conn:
+        seen = writes_sql.read_proposal(conn, proposal_id, user_id=person.id)
+    if seen is None:
+        raise NotFoundError(f"no proposal {proposal_id}")
+    profiles = service.profiles_for(seen["entity"])
+    service = dataclasses.replace(service, profiles_for_writes=lambda _engine: profiles)
     with service.engine.begin() as conn:
         proposal = writes_sql.read_proposal(conn, proposal_id, user_id=person.id, lock=True)
         if proposal is None:

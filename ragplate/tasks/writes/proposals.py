@@ -51,6 +51,16 @@ class Draft:
     record_keys: list[int] = field(default_factory=list)
     id: uuid.UUID = field(default_factory=uuid.uuid4)
 
+    def model_summary(self) -> str:
+        """What the tool tells the model: the operation, entity, ids and field names — no
+        text of the records (a record withheld from the model stays withheld)."""
+        keys = self.record_keys
+        shown = (", ".join(str(k) for k in keys[:5]) + (f" and {len(keys) - 5} more"
+                                                        if len(keys) > 5 else "")) if keys else ""
+        fields = ", ".join(sorted(self.payload))
+        return (f"{self.operation} {self.entity}" + (f" {shown}" if shown else "")
+                + (f" (fields: {fields})" if fields else ""))
+
     @property
     def payload_sha256(self) -> str:
         """The hash the audit trail records instead of the values."""

@@ -96,6 +96,30 @@ def _where_schema(spec: CrudEntity) -> dict[str, Any]:
 
 
 _ID = {"type": "integer", "minimum": 1}
+_WRITE_ARGUMENTS = {"id", "fields", "where", "ids"}
+
+
+def _selection(spec: CrudEntity, args: dict[str, Any]
+               ) -> tuple[dict[str, str], list[int] | None]:
+    """The ``where`` and ``ids`` of a write tool's call, checked (:class:`InvalidInputError`
+    for an argument no write tool has, or a value of the wrong shape)."""
+    if set(args) - _WRITE_ARGUMENTS:
+        raise InvalidInputError("an argument the tool does not have")
+    ids = args.get("ids")
+    if ids is not None and (not isinstance(ids, list)
+                            or not all(isinstance(i, int) for i in ids)):
+        raise InvalidInputError("ids: a list of record ids")
+    where = args.get("where") or {}
+    if not isinstance(where, dict) or not all(isinstance(v, str) for v in where.values()):
+        raise InvalidInputError("where: an object of field values")
+    if set(where) - set(MATCH_COLUMNS[spec.name]):
+        raise InvalidInputError("where: a field records are not selected by")
+    return where, ids
+
+
+def _only(args: dict[str, Any], allowed: set[str]) -> None:
+    if set(args) - allowed:
+        raise InvalidInputError("an argument the tool does not have")
 
 
 class DataTools:
@@ -112,6 +136,8 @@ class DataTools:
         self.drafts: list[Draft] = []
         #: Audit events of refused proposals, stored with the message.
         self.refusals: list[dict[str, Any]] = []
+        #: Records the read tools handed the model in this turn.
+        self.reads = 0
 
     # -- the Toolset protocol --------------------------------------------------------------
 
@@ -145,6 +171,11 @@ class DataTools:
         """That nothing changes until the person confirms, in their language."""
         return text(locale, "notice") if self.drafts else None
 
+    def grounds(self) -> bool:
+        """Whether the turn's answer may rest on the tools (a read returned records, or a
+        proposal was stored) instead of citing documentation."""
+        return self.reads > 0 or bool(self.drafts)
+
     def instructions(self) -> str | None:
         """The server-built block naming the acting person (quoted data) and exactly the
         entity/operation pairs offered; ``None`` when nothing is."""
@@ -168,11 +199,13 @@ class DataTools:
 
     def _list_tool(self, spec: CrudEntity) -> Tool:
         def handler(args: dict[str, Any]) -> str:
+            _only(args, {"limit", "offset"})
             limit = args.get("limit", 10)
             if not isinstance(limit, int) or not 1 <= limit <= READ_PAGE:
                 raise InvalidInputError("limit")
             page = self.service.list(self.person, entity=spec.name, limit=limit,
                                      offset=int(args.get("offset", 0)))
+            self.reads += len(page["items"])
             return _records_block(spec, page["items"], page["total"])
 
         return Tool(tool_name("list", spec.name),
@@ -185,7 +218,9 @@ class DataTools:
 
     def _read_tool(self, spec: CrudEntity) -> Tool:
         def handler(args: dict[str, Any]) -> str:
+            _only(args, {"id"})
             record = self.service.read(self.person, entity=spec.name, key=str(args.get("id")))
+            self.reads += 1
             return _records_block(spec, [record], None)
 
         return Tool(tool_name("read", spec.name), f"Read one {spec.name} record by id.",
@@ -214,19 +249,8 @@ class DataTools:
         if len(self.drafts) >= MAX_PROPOSALS_PER_TURN:
             self._refused(name, spec, operation, "too_many", args)
             return TOO_MANY
-        unknown = set(args) - {"id", "fields", "where", "ids"}
-        if unknown:
-            raise InvalidInputError("unknown arguments")
-        ids = args.get("ids")
-        if ids is not None and (not isinstance(ids, list)
-                                or not all(isinstance(i, int) for i in ids)):
-            raise InvalidInputError("ids: a list of record ids")
-        where = args.get("where") or {}
-        if not isinstance(where, dict) or not all(isinstance(v, str) for v in where.values()):
-            raise InvalidInputError("where: an object of field values")
-        if set(where) - set(MATCH_COLUMNS[spec.name]):
-            raise InvalidInputError("where: a field records are not selected by")
         try:
+            where, ids = _selection(spec, args)
             made = draft(self.service, self.person, tool=name, spec=spec, operation=operation,
                          expires_at=self.now() + self.ttl, key=args.get("id"),
                          fields=args.get("fields"), where=where, keys=ids)
@@ -239,7 +263,7 @@ class DataTools:
             return fixed or f"Not proposed: {str(exc)[:200]}"
         # Logged and audited when the message is stored (a refused turn keeps none).
         self.drafts.append(made)
-        return f"Proposal recorded: {made.summary}\n{NOTHING_CHANGED}"
+        return f"Proposal recorded: {made.model_summary()}\n{NOTHING_CHANGED}"
 
     def _refused(self, name: str, spec: CrudEntity, operation: WriteOperation,
                  reason: str, args: dict[str, Any]) -> None:

@@ -73,7 +73,7 @@ def test_invented_tools_a_forged_confirm_approve_by_name_and_a_foreign_record_ap
     results = [m["content"] for m in bodies[1]["messages"] if m["role"] == "tool"]
     assert results[:5] == [TOOL_FAILURE_MESSAGE] * 5
     assert results[5].startswith("Not proposed")
-    assert results[6] == TOOL_FAILURE_MESSAGE  # an argument no tool has
+    assert results[6].startswith("Not proposed")  # an argument the tool does not have
     assert "writes" not in message.metadata
     assert "applied it" not in message.text
     with engine.connect() as conn:
@@ -85,7 +85,8 @@ def test_invented_tools_a_forged_confirm_approve_by_name_and_a_foreign_record_ap
     assert statuses == {own["id"]: "open", foreign["id"]: "open"}
     assert decided == "pending"
     events = audit_rows(engine, message.conversation_id)
-    assert [(e["event"], e["outcome"]) for e in events] == [("refused", "not_found")]
+    assert [(e["event"], e["outcome"]) for e in events] == [("refused", "not_found"),
+                                                             ("refused", "invalid")]
     assert not any(e["event"] == "confirmed" for e in events)
 
 

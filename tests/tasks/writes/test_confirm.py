@@ -108,6 +108,9 @@ def test_a_proposal_changes_nothing_and_its_message_says_so(
     # The model read what the tool answered, and the server-built block of who acts.
     tool_result = next(m for m in bodies[1]["messages"] if m["role"] == "tool")
     assert "Nothing has been changed" in tool_result["content"]
+    # The model is told ids and field names, never a record's text.
+    assert f"sao.tickets {key}" in tool_result["content"]
+    assert "Printer" not in tool_result["content"]
     system = bodies[0]["messages"][0]["content"]
     assert f'acting_user = "{approver.name}"' in system and "sao.tickets: update" in system
     assert {t["function"]["name"] for t in bodies[0]["tools"]} >= {
@@ -354,3 +357,56 @@ def test_a_bad_idempotency_key_is_refused_by_name() -> None:
     with pytest.raises(InvalidInputError, match="Idempotency-Key"):
         confirm.check_idempotency_key("has space")
     assert confirm.check_idempotency_key("k-1") == "k-1"
+
+
+def test_a_read_only_turn_keeps_its_sentences_and_a_failed_read_grounds_nothing(
+        runtime: Runtime, service: CrudService, make_person: MakePerson) -> None:
+    approver = make_person(*TICKET_APPROVER)
+    key = ticket(service, approver)
+    said = f"Ticket {key} was closed by Ada on Monday."
+    message, _ = converse(runtime, approver, [
+        calls(("crud_read_sao_tickets", {"id": key})), answer(said)],
+        question=f"What happened to ticket {key}?")
+    assert message.status == "answered" and message.text == said
+    assert "writes" not in message.metadata
+    # A read that fails returns nothing: an answer citing no documentation is not the
+    # model's to give (it degrades to the extractive answer, or abstains).
+    failed, _ = converse(runtime, approver, [
+        calls(("crud_list_sao_tickets", {"limit": 0})), answer("There are 12 tickets."),
+        answer("There are 12 tickets."), answer("There are 12 tickets.")],
+        question="How many tickets are there?")
+    assert failed.metadata.get("answerer") != "chat"
+    assert "12 tickets" not in failed.text
+
+
+def test_concurrent_confirms_of_embedded_records_do_not_exhaust_the_pool(
+        runtime: Runtime, service: CrudService, make_person: MakePerson,
+        engine: sa.Engine) -> None:
+    editor = make_person("cms.contents.read", "cms.contents.create", "cms.contents.update")
+    created = [service.create(editor, entity="cms.contents", payload={
+        "locale": "en", "title": f"Page {n}", "body": "Old text.", "status": "published"})
+        .record for n in range(12)]
+    proposals = []
+    for record in created:
+        assert record is not None
+        message, _ = converse(runtime, editor, [
+            calls(("crud_update_cms_contents", {"id": record["id"], "fields": {
+                "locale": "en", "body": "New text."}})), answer()],
+            question="Please update the page text.")
+        proposals.append(uuid.UUID(message.metadata["writes"][0]["id"]))
+    results: list[str] = []
+    errors: list[BaseException] = []
+
+    def one(proposal: uuid.UUID) -> None:
+        try:
+            found, _ = confirm.decide(service, runtime.settings, editor, proposal, "confirm")
+            results.append(found["status"])
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(p,)) for p in proposals]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and results == ["applied"] * len(proposals)

@@ -1,0 +1,18 @@
+"""``analytics-prune``: delete the query records older than
+``RAGPLATE_QUERY_LOGGING_RETENTION_DAYS`` (the ``daily-analytics-prune`` deployment); it
+works with logging switched off, and does nothing when the store does not exist."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from ragplate.infra.environment import get_settings
+from ragplate.infra.runtime import Runtime
+from ragplate.tasks.analytics import steps
+
+
+@flow(name="analytics-prune", log_prints=True)
+def analytics_prune() -> dict[str, int]:
+    """Prune the query analytics store: ``{"deleted": N}``."""
+    runtime = Runtime(get_settings())
+    return {"deleted": steps.prune_records(runtime)}

@@ -1,0 +1,30 @@
+"""Retention and erasure of query records: both work whether logging is on or off, and do
+nothing when the store does not exist."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.engine import Engine
+
+from ragplate.catalog.analytics import user_ref
+from ragplate.catalog.settings import Settings
+from ragplate.infra import analytics
+
+
+def prune(engine: Engine, *, retention_days: int, now: datetime | None = None) -> int:
+    """Delete the records older than ``retention_days``; how many."""
+    cutoff = (now or datetime.now(UTC)) - timedelta(days=retention_days)
+    return analytics.delete_before(engine, cutoff)
+
+
+def refs(user_id: int, settings: Settings) -> list[str]:
+    """The references of ``user_id`` under the current key and every previous one."""
+    keys = ([settings.app_key] if settings.app_key is not None else []) + list(
+        settings.app_previous_keys)
+    return list(dict.fromkeys(user_ref(user_id, k.get_secret_value()) for k in keys))
+
+
+def erase(engine: Engine, settings: Settings, *, user_id: int) -> int:
+    """Delete every record of ``user_id`` (any key it was written under); how many."""
+    return analytics.delete_refs(engine, refs(user_id, settings))

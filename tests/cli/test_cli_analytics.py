@@ -1,0 +1,96 @@
+"""``ragplate analytics prune|erase|create-store`` and ``users delete`` on the session's
+PostgreSQL: ``{"deleted": N}`` with logging off, nothing to do without a store, and a
+deleted person's records erased with them."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from typer.testing import CliRunner
+
+from ragplate.catalog.analytics import user_ref
+from ragplate.cli import app
+from ragplate.infra import analytics
+from ragplate.tasks.people.accounts import create_person
+
+pytestmark = pytest.mark.integration
+
+KEY = "cli-analytics-key"
+
+
+@pytest.fixture(autouse=True)
+def _keyed(ragplate_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    assert os.environ["RAGPLATE_HOME"] == str(ragplate_home)
+    monkeypatch.setenv("RAGPLATE_APP_KEY", KEY)
+    yield
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def seed(engine: sa.Engine, user_id: int, *, days_ago: float) -> None:
+    analytics.insert_record(engine, {
+        "id": uuid.uuid4(), "logged_at": datetime.now(UTC) - timedelta(days=days_ago),
+        "user_ref": user_ref(user_id, KEY), "tenant": "global", "profile": "in_app",
+        "locale": "en", "query": "q", "retrieved_count": 0, "citation_count": 0,
+        "answered": False, "latency_ms": 1.0, "index": "user"})
+
+
+def count(engine: sa.Engine, user_id: int) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(sa.text("SELECT count(*) FROM rag_queries WHERE user_ref = :r"),
+                                {"r": user_ref(user_id, KEY)}).scalar_one())
+
+
+def test_prune_and_erase_answer_deleted_counts_with_logging_off(engine: sa.Engine) -> None:
+    person = create_person(engine, name=f"cli-qa-{uuid.uuid4().hex[:10]}", permissions=[])
+    seed(engine, person.id, days_ago=400)
+    seed(engine, person.id, days_ago=1)
+    code, out = run("analytics", "prune", "--json")
+    assert code == 0 and json.loads(out)["deleted"] >= 1
+    assert count(engine, person.id) == 1
+    code, out = run("analytics", "erase", person.name, "--json")
+    assert (code, json.loads(out)) == (0, {"deleted": 1})
+    seed(engine, person.id, days_ago=1)
+    code, out = run("analytics", "erase", str(person.id), "--id", "--json")
+    assert (code, json.loads(out)) == (0, {"deleted": 1})
+    code, out = run("analytics", "erase", "not-a-number", "--id")
+    assert code != 0
+
+
+def test_deleting_a_person_erases_their_records(engine: sa.Engine) -> None:
+    person = create_person(engine, name=f"cli-qa-{uuid.uuid4().hex[:10]}", permissions=[])
+    seed(engine, person.id, days_ago=1)
+    code, out = run("users", "delete", person.name, "--yes", "--json")
+    assert code == 0, out
+    assert count(engine, person.id) == 0
+
+
+def test_without_a_store_prune_and_erase_do_nothing_and_create_store_brings_it_back(
+        engine: sa.Engine) -> None:
+    person = create_person(engine, name=f"cli-qa-{uuid.uuid4().hex[:10]}", permissions=[])
+    seed(engine, person.id, days_ago=1)
+    code, out = run("analytics", "create-store", "--json")
+    assert (code, json.loads(out)) == (0, {"created": False})
+    code, out = run("analytics", "create-store", "--force")  # asks first: no answer
+    assert code == 1 and count(engine, person.id) == 1
+    with engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE rag_queries"))
+    try:
+        assert json.loads(run("analytics", "prune", "--json")[1]) == {"deleted": 0}
+        assert json.loads(run("analytics", "erase", person.name, "--json")[1]) == {
+            "deleted": 0}
+    finally:
+        code, out = run("analytics", "create-store", "--json")
+    assert (code, json.loads(out)) == (0, {"created": True})
+    code, out = run("analytics", "create-store", "--force", "--yes", "--json")
+    assert (code, json.loads(out)) == (0, {"created": True})
