@@ -98,6 +98,12 @@ class ServerSettings(BaseModel):
         return value.strip() if value else None
 
 
+def _known_entity(name: str) -> None:
+    if name not in CRUD_ENTITIES:
+        raise ValueError(f"{name!r} is not an application entity (known: "
+                         f"{', '.join(sorted(CRUD_ENTITIES))})")
+
+
 class Settings(BaseSettings):
     """Every ``RAGPLATE_*`` setting, with its default and meaning."""
 
@@ -408,9 +414,7 @@ class Settings(BaseSettings):
     @classmethod
     def _crud_tools(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
         for entity, operations in value.items():
-            if entity not in CRUD_ENTITIES:
-                raise ValueError(f"{entity!r} is not an application entity (known: "
-                                 f"{', '.join(sorted(CRUD_ENTITIES))})")
+            _known_entity(entity)
             for operation in operations:
                 if operation not in OPERATIONS:
                     raise ValueError(f"{entity}: {operation!r} is not an operation the "
@@ -421,9 +425,7 @@ class Settings(BaseSettings):
     @classmethod
     def _unmoderated(cls, value: list[str]) -> list[str]:
         for entity in value:
-            if entity not in CRUD_ENTITIES:
-                raise ValueError(f"{entity!r} is not an application entity (known: "
-                                 f"{', '.join(sorted(CRUD_ENTITIES))})")
+            _known_entity(entity)
         return value
 
     @field_validator("embeddings_modules", mode="after")
