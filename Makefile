@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## Index the bundled docs/ through the Prefect flow, answer a sample question, serve the API.
+## Index the bundled docs/ through the Prefect flow, answer a sample question, serve the API
+## (on RAGPLATE_API_HOST:RAGPLATE_API_PORT, default 127.0.0.1:8000: checked first, before any work).
 run: $(STAMP)
+	$(BIN)/ragplate serve --check
 	$(BIN)/ragplate up
 	$(BIN)/ragplate index-docs
 	$(BIN)/ragplate retrieve "How do I add an embedding profile?" --top-k 3

@@ -12,6 +12,19 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+#: Prefect's own files (its home, the result a failed flow run writes) of every test and of
+#: every process a test starts: a directory of the session, never ~/.prefect. Set before
+#: anything imports prefect (which reads them then); removed at the end of the session.
+PREFECT_HOME = Path(tempfile.mkdtemp(prefix="ragplate-test-prefect-"))
+os.environ["PREFECT_HOME"] = str(PREFECT_HOME)
+os.environ["PREFECT_RESULTS_LOCAL_STORAGE_PATH"] = str(PREFECT_HOME / "storage")
+os.environ.pop("PREFECT_LOCAL_STORAGE_PATH", None)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(PREFECT_HOME, ignore_errors=True)
+
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 LARAPLATE_CORPUS = SHARED / "corpora" / "laraplate"
 LARAPLATE_BENCHMARKS = SHARED / "benchmarks" / "laraplate"

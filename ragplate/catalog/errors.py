@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -277,3 +278,14 @@ class StructuredOutputError(RagplateError):
     retry. The message lists what was wrong, not what was sent."""
 
     http_status = 502
+
+
+def validation_message(error: Mapping[str, Any]) -> str:
+    """The message of one of pydantic's ``ValidationError.errors()``, for a person: a
+    validator's own text without pydantic's ``Value error, `` (or ``Assertion failed, ``)
+    prefix."""
+    message = str(error.get("msg", ""))
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if message.startswith(prefix):
+            return message[len(prefix):]
+    return message

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from typing import Any
@@ -18,6 +17,7 @@ from ragplate.cli import (
     bench,
     db,
     demo,
+    deploy,
     docs,
     embeddings,
     evaluate,
@@ -30,6 +30,11 @@ from ragplate.cli import (
     users,
 )
 from ragplate.cli import help as help_assistant  # not ``help``: the builtin keeps its name
+from ragplate.cli.output import configure_logging
+from ragplate.cli.typer_style import apply as _tidy_typer_help
+from ragplate.infra.home import ragplate_home, use_home_for_prefect
+
+_tidy_typer_help()  # flags without a type, arguments as QUESTION: before any command runs
 
 HELP = """Documentation intelligence: index Markdown docs, retrieve with citations.
 
@@ -63,7 +68,8 @@ app = typer.Typer(
 )
 # One way of adding commands: every module attaches its own with ``register(app)``.
 for module in (docs, sources, services, embeddings, db, bench, servers, demo, evaluate, tuning,
-               search, users, guardrails, help_assistant, audit, analytics):
+               search, users, guardrails, help_assistant, audit, analytics,
+               deploy):
     module.register(app)
 
 err_console = Console(stderr=True)
@@ -83,7 +89,9 @@ def undecodable_argument(arguments: list[str]) -> str | None:
 
 def main() -> None:
     """Entry point: run the app; a RagplateError becomes one line and its exit code."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging()
+    # Before any command imports prefect (which creates its home then): under RAGPLATE_HOME.
+    use_home_for_prefect(ragplate_home(os.environ))
     problem = undecodable_argument(sys.argv[1:])
     if problem is not None:  # before Typer, which would fail on it with a traceback
         err_console.print(f"[red]Error:[/red] {escape(problem)}", highlight=False,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -15,7 +17,24 @@ from ragplate.catalog.errors import RagplateError
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-console = Console()
+#: Columns of output that is not a terminal (a log, a pipe): Rich's own default, 80, would
+#: cut tables a terminal shows whole. ``COLUMNS`` still decides when set.
+PIPE_WIDTH = 200
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A Rich console on stdout (or stderr) that is :data:`PIPE_WIDTH` wide when that
+    stream is not a terminal and ``COLUMNS`` is unset."""
+    stream = sys.stderr if stderr else sys.stdout
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stream
+        terminal = False
+    wide = not terminal and not os.environ.get("COLUMNS")
+    return Console(stderr=stderr, width=PIPE_WIDTH if wide else None)
+
+
+console = make_console()
 
 
 def print_json(data: Any) -> None:
@@ -66,6 +85,57 @@ class _NoTracebackForExpectedErrors(logging.Filter):
         if isinstance(error, RagplateError):
             record.exc_info, record.exc_text = None, None
         return True
+
+
+#: What Prefect's engines log about a run's own state and failure, by message start.
+_STATE_LINE = "Finished in state "
+_ENGINE_ERRORS = ("Task run failed with ", "Encountered exception during execution",
+                  "Crash detected!", _STATE_LINE)
+_FLOW_RUNS, _TASK_RUNS = "prefect.flow_runs", "prefect.task_runs"
+
+
+class _RunRecordsOnce(logging.Filter):
+    """The console's view of Prefect's flow- and task-run records: a task that completes
+    says nothing at INFO (its state line is kept in the UI), and the exception that stops a
+    run is not logged on the way up (by the task, the flow, their state lines): the command
+    reports it once, as its error. What a run's own code logs, a retry, a warning, a
+    flow run's start, link and completion, stay."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith((_FLOW_RUNS, _TASK_RUNS)):
+            return True
+        message = record.getMessage()
+        if message.startswith(_STATE_LINE):
+            # The flow's completion is one line; a failed state is the command's error.
+            return (record.name.startswith(_FLOW_RUNS)
+                    and message.startswith(_STATE_LINE + "Completed"))
+        return not (record.levelno >= logging.ERROR and message.startswith(_ENGINE_ERRORS))
+
+
+class _RunFormatter(logging.Formatter):
+    """``LEVEL name: message``; a run's record names its flow run or task run instead."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        task_run = getattr(record, "task_run_name", None)
+        flow_run = getattr(record, "flow_run_name", None)
+        if record.name.startswith(_TASK_RUNS) and task_run:
+            where = f"task run {task_run!r}"
+        elif record.name.startswith(_FLOW_RUNS) and flow_run:
+            where = f"flow run {flow_run!r}"  # its first line names the flow
+        else:
+            return line
+        return line.replace(f"{record.levelname} {record.name}:", f"{record.levelname} {where}:",
+                            1)
+
+
+def configure_logging() -> None:
+    """The CLI's console log: warnings of every library, Prefect's run records as
+    :class:`_RunRecordsOnce` lets them through, each naming its run."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(_RunFormatter("%(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(_RunRecordsOnce())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
 def quiet_expected_errors() -> None:

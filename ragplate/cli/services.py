@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ragplate.cli.output import console, print_json
@@ -19,12 +20,20 @@ def _print_states(states: list[ServiceState], json_output: bool) -> None:
         return
     table = Table()
     for column in ("service", "state", "url", "pid", "detail"):
-        # The URL is folded, never cut: its socket directory is what an operator looks for.
-        table.add_column(column, overflow="fold" if column == "url" else "ellipsis")
+        # Folded, never cut: the socket directory, the port held, are what an operator reads.
+        table.add_column(column, overflow="fold" if column in ("url", "detail") else "ellipsis")
     for s in states:
         table.add_row(s.name, "[green]running[/green]" if s.running else "[red]stopped[/red]",
-                      s.url or "", str(s.pid or ""), s.detail or "")
+                      escape(_address(s)), str(s.pid or ""), escape(s.detail or ""))
     console.print(table)
+
+
+def _address(state: ServiceState) -> str:
+    """The URL cell: Prefect's UI (what a browser opens) and its API, each labelled."""
+    if state.api_url is None:
+        return state.url or ""
+    lines = [f"UI  {state.url}"] if state.url else []
+    return "\n".join([*lines, f"API {state.api_url}"])
 
 
 def up(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
@@ -66,19 +75,32 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (RAGPLATE_API_HOST).")] = None,
     port: Annotated[int | None, typer.Option(min=1, max=65535,
                                              help="Port (RAGPLATE_API_PORT).")] = None,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Only check that the address can be bound, and exit (0 free, 3 "
+        "taken): what `make run` does before any work.")] = False,
 ) -> None:
     """Serve the API (health, documentation search; OpenAPI at /docs).
 
-    Example: ragplate serve --port 8000
-    """
-    import uvicorn
+    Examples:
 
+      ragplate serve --port 8000
+
+      RAGPLATE_API_PORT=8080 ragplate serve --check
+    """
     from ragplate.infra.environment import get_settings
-    from ragplate.infra.runtime import Runtime
 
     settings = get_settings()
     bind_host, bind_port = host or settings.api_host, port or settings.api_port
     check_port_free(bind_host, bind_port)
+    if check:
+        console.print(f"the API can serve on http://{bind_host}:{bind_port}", highlight=False,
+                      markup=False)
+        return
+
+    import uvicorn
+
+    from ragplate.infra.runtime import Runtime
+
     Runtime(settings).engine  # noqa: B018 - fail fast on the database before binding
     notice = exposure_notice(bind_host)
     if notice:

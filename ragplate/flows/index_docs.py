@@ -105,6 +105,8 @@ def _index(runtime: Runtime, profile: IndexProfile, path: str | None, prefix: st
                               recipe=recipe)
              for name in targets]
     steps.check_emptied_roots(plans, stored, documents, roots, others, allow_empty)
+    if any(plan.changed for plan in plans):
+        _load_model(embedder)  # a step of its own, before any index's clock starts
     # Called from a sync flow, Prefect's async_dispatch returns the UUID, not a coroutine.
     progress_id = cast(UUID, create_progress_artifact(0.0, key="index-rag-docs-progress",
                                                       description="chunks embedded and written"))
@@ -113,6 +115,10 @@ def _index(runtime: Runtime, profile: IndexProfile, path: str | None, prefix: st
         index_name, store, corpus = plan.index, stores[plan.index], corpora[plan.index]
         started = time.perf_counter()
         chunks = steps.split(plan.changed, splitter)
+        # The bar shows from the index's start (its clock is the summary's), not from the
+        # first batch written, which may take a minute.
+        if chunks:
+            progress.report(f"{index_name} index", 0, len(chunks))
         batches = index.make_batches(plan.changed, chunks, model.key,
                                      batch_chunks=runtime.settings.index_batch_chunks, salt=salt,
                                      recipe=recipe)
@@ -139,6 +145,21 @@ def _index(runtime: Runtime, profile: IndexProfile, path: str | None, prefix: st
                           description=f"index-rag-docs with {model.key}")
     create_markdown_artifact(_markdown(rows, model.key, full), key="index-rag-docs-report")
     return rows
+
+
+#: The progress label of the model load, shown before the first index is embedded.
+MODEL_STEP = "loading the embedding model"
+
+
+def _load_model(embedder: object) -> None:
+    """Load an in-process model now, as a progress step (a server's model has nothing to
+    load): otherwise the first batch would load it while the bar stands still."""
+    load = getattr(embedder, "load", None)
+    if load is None:
+        return
+    progress.report(MODEL_STEP, 0, 1)
+    load()
+    progress.report(MODEL_STEP, 1, 1)
 
 
 def _percent(summary: index.IndexSummary, total: int) -> float:

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_settings.exceptions import SettingsError
 
-from ragplate.catalog.errors import ConfigurationError
+from ragplate.catalog.errors import ConfigurationError, validation_message
 from ragplate.catalog.profiles import enable_test_profiles
 from ragplate.catalog.settings import Settings
 
@@ -45,7 +45,8 @@ def load_settings() -> Settings:
         settings = Settings(**overrides)
     except ValidationError as exc:
         problems = [
-            f"{_variable(error['loc'])}: {error['msg']}{_shown(error['loc'], error.get('input'))}"
+            f"{_variable(error['loc'])}: {validation_message(error)}"
+            f"{_shown(error['loc'], error.get('input'))}"
             for error in exc.errors(include_url=False)
         ]
         raise ConfigurationError("invalid setting: " + "; ".join(problems)) from None

@@ -1,7 +1,14 @@
-"""Directories under ``RAGPLATE_HOME``, created on demand."""
+"""Directories under ``RAGPLATE_HOME``, created on demand, and Prefect's files kept there.
+
+Light on purpose (no pydantic, no prefect): the CLI's entry point uses it before any
+command, so that ``import prefect`` (which creates its home) finds it under
+``RAGPLATE_HOME``.
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from ragplate.catalog.errors import ConfigurationError
@@ -18,3 +25,57 @@ def ensure_dir(path: Path) -> Path:
             "directory this user can write"
         ) from None
     return path
+
+
+#: Prefect's settings that name where it writes: its home (created by ``import prefect``),
+#: and the local result storage (written by a failed flow run), both aliases.
+HOME_VARIABLES = ("PREFECT_HOME",)
+STORAGE_VARIABLES = ("PREFECT_RESULTS_LOCAL_STORAGE_PATH", "PREFECT_LOCAL_STORAGE_PATH")
+#: ``RAGPLATE_HOME`` when neither it nor ``XDG_DATA_HOME`` is set (the settings' default).
+DEFAULT_HOME = Path("~/.local/share/ragplate")
+
+#: What :func:`use_home_for_prefect` put in this process's environment.
+_chosen: dict[str, str] = {}
+
+
+def ragplate_home(environ: Mapping[str, str]) -> Path:
+    """``RAGPLATE_HOME`` as the settings read it from ``environ`` (any case), else
+    ``$XDG_DATA_HOME/ragplate``, else :data:`DEFAULT_HOME`; absolute."""
+    named = [value for key, value in environ.items() if key.upper() == "RAGPLATE_HOME"]
+    if named:
+        home = Path(named[0])
+    elif environ.get("XDG_DATA_HOME"):
+        home = Path(environ["XDG_DATA_HOME"]) / "ragplate"
+    else:
+        home = DEFAULT_HOME
+    return home.expanduser().resolve()
+
+
+def prefect_home_environment(home: Path,
+                             environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Where Prefect writes in a ragplate process of ``home``: ``PREFECT_HOME`` and the
+    local result storage under ``home/prefect`` (the local server's own directory). Only
+    what the operator did not set: a ``PREFECT_HOME`` of theirs keeps both (its storage
+    follows it), a storage path of theirs keeps that one."""
+    environ = os.environ if environ is None else environ
+
+    def operator_set(name: str) -> bool:
+        # A value this process set for an earlier home is not the operator's choice.
+        return bool(environ.get(name)) and environ.get(name) != _chosen.get(name)
+
+    if any(operator_set(name) for name in HOME_VARIABLES):
+        return {}
+    prefect_home = home / "prefect"
+    chosen = {"PREFECT_HOME": str(prefect_home)}
+    if not any(operator_set(name) for name in STORAGE_VARIABLES):
+        chosen["PREFECT_RESULTS_LOCAL_STORAGE_PATH"] = str(prefect_home / "storage")
+    return chosen
+
+
+def use_home_for_prefect(home: Path) -> dict[str, str]:
+    """Set :func:`prefect_home_environment` in this process's environment (read when
+    ``prefect`` is imported, and inherited by the processes it starts); returns it."""
+    chosen = prefect_home_environment(home)
+    os.environ.update(chosen)
+    _chosen.update(chosen)
+    return chosen

@@ -2,11 +2,19 @@
 
 It is ``prefect server start`` on ``127.0.0.1:RAGPLATE_PREFECT_PORT``, detached so that the
 API, CLI commands and workers sharing ``RAGPLATE_HOME`` share one instance (pid file in
-``RAGPLATE_HOME/run``, log in ``RAGPLATE_HOME/logs``). Its state lives in the ``prefect``
-database of ragplate's PostgreSQL: the embedded server, or the server behind
-``RAGPLATE_DATABASE_URL``, where that database must already exist (ragplate creates it only
-in the embedded server). Prefect's SQLite backend is never used: concurrent writers fail
-with "database is locked". ``prefect`` is imported lazily: the import costs about 2 s.
+``RAGPLATE_HOME/run``, log in ``RAGPLATE_HOME/logs``). When that port is held by anything
+but this home's server (another home's Prefect server, another program), the server is
+started on the next free port instead and the pid file records it: the pid file holds the
+pid, the port listened on and the RAGPLATE_PREFECT_PORT it was started for, and every
+process of the home finds the server there. Prefect's own files (its home, the results of
+failed runs) live under ``RAGPLATE_HOME/prefect`` too, unless the operator set
+``PREFECT_HOME`` (see :func:`ragplate.infra.home.prefect_home_environment`).
+
+The server's state lives in the ``prefect`` database of ragplate's PostgreSQL: the embedded
+server, or the server behind ``RAGPLATE_DATABASE_URL``, where that database must already
+exist (ragplate creates it only in the embedded server). Prefect's SQLite backend is never
+used: concurrent writers fail with "database is locked". ``prefect`` is imported lazily: the
+import costs about 2 s.
 """
 
 from __future__ import annotations
@@ -19,6 +27,9 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from logging import getLogger
+from pathlib import Path
 from typing import Any
 
 import fasteners
@@ -29,7 +40,7 @@ from sqlalchemy.engine import make_url
 from ragplate.catalog.errors import ServiceError
 from ragplate.catalog.settings import Settings
 from ragplate.infra import database, postgres
-from ragplate.infra.home import ensure_dir
+from ragplate.infra.home import ensure_dir, use_home_for_prefect
 from ragplate.infra.ports import bind_error
 
 PID_FILE = "prefect-server.pid"
@@ -41,6 +52,20 @@ LOCK_FILE = "prefect-server.lock"
 _children: dict[int, subprocess.Popen[bytes]] = {}
 # fcntl locks are per process, so the threads of one process need a lock of their own.
 _thread_lock = threading.RLock()
+#: Ports tried after RAGPLATE_PREFECT_PORT when something else holds it, before any free one.
+FALLBACK_PORTS = 20
+
+log = getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LocalServer:
+    """This home's running server: its pid, the port it listens on and the
+    ``RAGPLATE_PREFECT_PORT`` it was started for (another port when that one was taken)."""
+
+    pid: int
+    port: int
+    requested: int
 
 
 def external_api_url() -> str | None:
@@ -48,9 +73,29 @@ def external_api_url() -> str | None:
     return os.environ.get("PREFECT_API_URL") or None
 
 
+def api_url_on(port: int) -> str:
+    """The API URL of a local server listening on ``port``."""
+    return f"http://127.0.0.1:{port}/api"
+
+
 def local_api_url(settings: Settings) -> str:
-    """API URL of the local server of ``settings``."""
-    return f"http://127.0.0.1:{settings.prefect_port}/api"
+    """API URL of the local server of ``settings``: where this home's server listens (the
+    port its pid file records), else where it would be started."""
+    server = _recorded(settings)
+    if server is not None and server.requested == settings.prefect_port:
+        return api_url_on(server.port)
+    return api_url_on(settings.prefect_port)
+
+
+def ui_url(api_url: str) -> str | None:
+    """The Prefect UI of an API URL: ``PREFECT_UI_URL`` when set, else the API URL without
+    its ``/api`` (what a Prefect server serves); ``None`` when it cannot be told (a hosted
+    API). ``…/api`` itself is the API: a browser gets a 404 page there."""
+    explicit = os.environ.get("PREFECT_UI_URL")
+    if explicit:
+        return explicit
+    base = api_url.rstrip("/")
+    return base.removesuffix("/api") if base.endswith("/api") else None
 
 
 def healthy(api_url: str, timeout: float = 2.0) -> bool:
@@ -110,15 +155,39 @@ def _cmdline(pid: int) -> list[str]:
         return []
 
 
-def _server_pid(settings: Settings) -> int | None:
-    """Pid of the running server recorded in the pid file, if any."""
+def _recorded(settings: Settings) -> LocalServer | None:
+    """This home's running server as its pid file records it, if any. The file holds the
+    pid, then the port and the RAGPLATE_PREFECT_PORT it was started for (a file of an
+    earlier version holds the pid alone: its port is read from the command line)."""
     try:
-        pid = int((settings.run_dir / PID_FILE).read_text().strip())
+        fields = [int(line) for line in
+                  (settings.run_dir / PID_FILE).read_text().split()]
     except (OSError, ValueError):
         return None
+    if not fields:
+        return None
+    pid = fields[0]
     # A stale pid file may name a pid the system has since given to another program (even
     # one with "prefect" in its command line): only this home's server counts.
-    return pid if _is_our_server(pid, settings) else None
+    if not _is_our_server(pid, settings):
+        return None
+    port = _cmdline_port(pid) or (fields[1] if len(fields) > 1 else settings.prefect_port)
+    requested = fields[2] if len(fields) > 2 else port
+    return LocalServer(pid, port, requested)
+
+
+def _server_pid(settings: Settings) -> int | None:
+    """Pid of the running server recorded in the pid file, if any."""
+    server = _recorded(settings)
+    return None if server is None else server.pid
+
+
+def _cmdline_port(pid: int) -> int | None:
+    command = _cmdline(pid)
+    try:
+        return int(command[command.index("--port") + 1])
+    except (ValueError, IndexError):
+        return None
 
 
 def _is_our_server(pid: int, settings: Settings) -> bool:
@@ -138,14 +207,62 @@ def _port_free(port: int) -> bool:
     return bind_error("127.0.0.1", port) is None
 
 
-def _on_other_port(pid: int, settings: Settings) -> bool:
-    """Whether our server ``pid`` was started before RAGPLATE_PREFECT_PORT changed (it
-    listens elsewhere; :func:`start` replaces it)."""
-    return str(settings.prefect_port) not in _cmdline(pid)
+def _free_port_after(port: int) -> int:
+    """The first free port of the :data:`FALLBACK_PORTS` after ``port``, else any free one."""
+    for candidate in range(port + 1, min(port + 1 + FALLBACK_PORTS, 65536)):
+        if _port_free(candidate):
+            return candidate
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
-def _spawn(settings: Settings) -> int:
-    url = local_api_url(settings)
+def _listener_pid(port: int) -> int | None:
+    """The process listening on TCP ``port``, when the system lets us see it."""
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except (psutil.Error, OSError):
+        return None
+    for connection in connections:
+        if (connection.status == psutil.CONN_LISTEN and connection.laddr
+                and connection.laddr.port == port and connection.pid):
+            return int(connection.pid)
+    return None
+
+
+def port_holder(port: int) -> str:
+    """Who holds ``port`` (not this home's server), in words for a message: another
+    RAGPLATE_HOME's Prefect server named by its home and pid, another Prefect server, or
+    another program."""
+    pid = _listener_pid(port)
+    if pid is None:
+        if healthy(api_url_on(port), timeout=1.0):
+            return "a Prefect server that is not this RAGPLATE_HOME's"
+        return "another program"
+    command = _cmdline(pid)
+    if "prefect server start" in " ".join(command):
+        try:
+            prefect_home = psutil.Process(pid).environ().get("PREFECT_HOME", "")
+        except psutil.Error:
+            prefect_home = ""
+        if prefect_home.endswith("/prefect"):
+            return (f"the Prefect server of another RAGPLATE_HOME ({Path(prefect_home).parent}, "
+                    f"pid {pid})")
+        return f"a Prefect server that is not this RAGPLATE_HOME's (pid {pid})"
+    name = Path(command[0]).name if command else "unknown"
+    return f"another program ({name}, pid {pid})"
+
+
+def _on_other_port(server: LocalServer, settings: Settings) -> bool:
+    """Whether our server was started before RAGPLATE_PREFECT_PORT changed (it listens
+    elsewhere for another setting; :func:`start` replaces it)."""
+    return server.requested != settings.prefect_port
+
+
+def _spawn(settings: Settings, port: int) -> int:
+    url = api_url_on(port)
     env = {
         key: value
         for key, value in os.environ.items()
@@ -163,7 +280,7 @@ def _spawn(settings: Settings) -> int:
     ensure_dir(settings.log_dir)
     ensure_dir(settings.home / "prefect")
     command = [sys.executable, "-m", "prefect", "server", "start"]
-    command += ["--host", "127.0.0.1", "--port", str(settings.prefect_port)]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
     with open(settings.log_dir / LOG_FILE, "ab") as log:
         process = subprocess.Popen(
             command,
@@ -176,12 +293,13 @@ def _spawn(settings: Settings) -> int:
             start_new_session=True,
         )
     _children[process.pid] = process
-    (settings.run_dir / PID_FILE).write_text(f"{process.pid}\n")
+    (settings.run_dir / PID_FILE).write_text(
+        f"{process.pid}\n{port}\n{settings.prefect_port}\n")
     return process.pid
 
 
-def _wait_healthy(settings: Settings, pid: int, timeout: float) -> str:
-    url, log = local_api_url(settings), settings.log_dir / LOG_FILE
+def _wait_healthy(settings: Settings, pid: int, port: int, timeout: float) -> str:
+    url, log = api_url_on(port), settings.log_dir / LOG_FILE
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if healthy(url, timeout=1.0):
@@ -191,22 +309,26 @@ def _wait_healthy(settings: Settings, pid: int, timeout: float) -> str:
             (settings.run_dir / PID_FILE).unlink(missing_ok=True)
             raise ServiceError(
                 f"the Prefect server (pid {pid}) exited while starting on port "
-                f"{settings.prefect_port}; see the last lines of {log}"
+                f"{port}; see the last lines of {log}"
             )
         time.sleep(0.25)
     # Never leave a half-started server behind: the next start() would wait on it again.
     _stop_pid(settings, pid, timeout=10)
     raise ServiceError(
-        f"the Prefect server (pid {pid}) was not healthy on port {settings.prefect_port} "
+        f"the Prefect server (pid {pid}) was not healthy on port {port} "
         f"after {timeout:.0f} s and was stopped; see the last lines of {log}"
     )
 
 
-def start(settings: Settings, *, timeout: float = 90) -> str:
+def start(settings: Settings, *, timeout: float = 90, announce: bool = True) -> str:
     """Ensure a Prefect API is available and return its URL.
 
-    ``PREFECT_API_URL``, when set, is returned as is and nothing is started. Otherwise the
-    local server is reused when it answers, or started and awaited for ``timeout`` seconds.
+    ``PREFECT_API_URL``, when set, is returned as is and nothing is started. Otherwise this
+    home's server is reused when it runs (or awaited while it boots), or started and
+    awaited for ``timeout`` seconds: on RAGPLATE_PREFECT_PORT, or, when anything else holds
+    that port (another home's Prefect server included: it is never used nor replaced), on
+    the next free port, with a warning naming both (unless not ``announce``: the caller
+    says it).
     """
     external = external_api_url()
     if external is not None:
@@ -215,26 +337,42 @@ def start(settings: Settings, *, timeout: float = 90) -> str:
                                "reached; start that server, or unset PREFECT_API_URL to use "
                                "the embedded one")
         return external
-    url = local_api_url(settings)
     with _locked(settings):
-        if healthy(url):
-            return url
-        pid = _server_pid(settings)
-        if pid is not None and _on_other_port(pid, settings):
+        server = _recorded(settings)
+        if server is not None and _on_other_port(server, settings):
             # Started before RAGPLATE_PREFECT_PORT changed: replace it rather than wait.
-            _stop_pid(settings, pid, timeout=20)
-            pid = None
-        if pid is None:
-            if not _port_free(settings.prefect_port):
-                raise ServiceError(
-                    f"port {settings.prefect_port} is in use by something that is not a "
-                    "healthy Prefect server; free it or set RAGPLATE_PREFECT_PORT to "
-                    "another port"
-                )
-            pid = _spawn(settings)
-        # A recorded, live pid is a server still booting (its starter was interrupted):
-        # wait for it rather than start a second one.
-        return _wait_healthy(settings, pid, timeout)
+            _stop_pid(settings, server.pid, timeout=20)
+            server = None
+        if server is None:
+            server = _adopt(settings)
+        if server is not None:
+            url = api_url_on(server.port)
+            if healthy(url):
+                return url
+            # A recorded, live pid is a server still booting (its starter was
+            # interrupted): wait for it rather than start a second one.
+            return _wait_healthy(settings, server.pid, server.port, timeout)
+        port = settings.prefect_port
+        if not _port_free(port):
+            holder = port_holder(port)
+            port = _free_port_after(port)
+            if announce:
+                log.warning("port %s is held by %s: this home's Prefect server starts on "
+                            "port %s (UI http://127.0.0.1:%s)", settings.prefect_port, holder,
+                            port, port)
+        pid = _spawn(settings, port)
+        return _wait_healthy(settings, pid, port, timeout)
+
+
+def _adopt(settings: Settings) -> LocalServer | None:
+    """This home's server listening on RAGPLATE_PREFECT_PORT without a pid file (it was
+    removed): recorded again rather than taken for someone else's."""
+    pid = _listener_pid(settings.prefect_port)
+    if pid is None or not _is_our_server(pid, settings):
+        return None
+    (settings.run_dir / PID_FILE).write_text(
+        f"{pid}\n{settings.prefect_port}\n{settings.prefect_port}\n")
+    return LocalServer(pid, settings.prefect_port, settings.prefect_port)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -281,25 +419,49 @@ def stop(settings: Settings, timeout: float = 20) -> bool:
 
 
 def status(settings: Settings) -> dict[str, Any]:
-    """``running``, ``pid``, ``url``, ``healthy`` and ``external``; starts nothing."""
+    """``running``, ``pid``, ``url`` (the API), ``ui_url``, ``port``, ``healthy``,
+    ``external``, ``other_port`` (started for another RAGPLATE_PREFECT_PORT) and ``holder``
+    (who holds RAGPLATE_PREFECT_PORT when it is not this home's server, else ``None``);
+    starts nothing."""
     external = external_api_url()
     if external is not None:
         ok = healthy(external)
-        return {"running": ok, "pid": None, "url": external, "healthy": ok, "external": True}
-    pid, url = _server_pid(settings), local_api_url(settings)
-    ok = pid is not None and healthy(url)
-    return {"running": pid is not None, "pid": pid, "url": url, "healthy": ok, "external": False,
-            "other_port": pid is not None and _on_other_port(pid, settings)}
+        return {"running": ok, "pid": None, "url": external, "ui_url": ui_url(external),
+                "port": None, "healthy": ok, "external": True, "other_port": False,
+                "holder": None}
+    server = _recorded(settings)
+    port = settings.prefect_port if server is None else server.port
+    url = api_url_on(port)
+    holder = None
+    if server is None or server.port != settings.prefect_port:
+        holder = None if _port_free(settings.prefect_port) else port_holder(
+            settings.prefect_port)
+    return {"running": server is not None, "pid": None if server is None else server.pid,
+            "url": url,
+            "ui_url": ui_url(url), "port": port,
+            "healthy": server is not None and healthy(url), "external": False,
+            "other_port": server is not None and _on_other_port(server, settings),
+            "holder": holder}
 
 
 @contextmanager
 def prefect_api(settings: Settings, *, timeout: float = 90) -> Iterator[str]:
-    """Ensure the server and make flows run in this process report to it; yields its URL."""
+    """Ensure the server and make flows run in this process report to it; yields its URL.
+
+    Flows run here write Prefect's files (the result of a failed run) under
+    ``RAGPLATE_HOME/prefect`` unless the operator chose another Prefect home, even when
+    ``prefect`` was imported before this home was known."""
     # Prefect's analytics thread reads the environment, not the settings context below.
     os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+    chosen = use_home_for_prefect(settings.home)
     url = start(settings, timeout=timeout)
     from prefect import settings as ps
 
-    updates = {ps.PREFECT_API_URL: url, ps.PREFECT_SERVER_ANALYTICS_ENABLED: False}
+    updates: dict[Any, Any] = {ps.PREFECT_API_URL: url, ps.PREFECT_SERVER_ANALYTICS_ENABLED: False}
+    if "PREFECT_HOME" in chosen:
+        updates[ps.PREFECT_HOME] = Path(chosen["PREFECT_HOME"])
+    if "PREFECT_RESULTS_LOCAL_STORAGE_PATH" in chosen:
+        updates[ps.PREFECT_RESULTS_LOCAL_STORAGE_PATH] = Path(
+            chosen["PREFECT_RESULTS_LOCAL_STORAGE_PATH"])
     with ps.temporary_settings(updates=updates):
         yield url

@@ -23,13 +23,16 @@ PREFECT = "prefect"
 
 @dataclass(frozen=True)
 class ServiceState:
-    """What one service is doing; ``url`` never contains a password."""
+    """What one service is doing; ``url`` never contains a password. For Prefect ``url`` is
+    the UI (what a browser opens) and ``api_url`` the API (``…/api``: what
+    ``PREFECT_API_URL`` takes, a 404 page in a browser)."""
 
     name: str
     running: bool
     url: str | None = None
     pid: int | None = None
     detail: str = ""
+    api_url: str | None = None
 
 
 def _safe(url: str) -> str:
@@ -61,18 +64,29 @@ def _embedded_postgres(settings: Settings, detail: str) -> ServiceState:
 
 def _prefect(settings: Settings, detail: str = "") -> ServiceState:
     info = prefect_server.status(settings)
+    ui, api = info["ui_url"], info["url"]
     if info["external"]:
         detail = "external" if info["healthy"] else "external, not answering its health check"
-        return ServiceState(PREFECT, info["healthy"], info["url"], None, detail)
+        return ServiceState(PREFECT, info["healthy"], ui, None, detail, api)
+    configured, holder = settings.prefect_port, info["holder"]
     if not info["running"]:
-        return ServiceState(PREFECT, False, info["url"], None, detail or "stopped")
+        if holder is not None:
+            # Someone else's server (or program) on our port: never shown as ours.
+            detail = (f"{detail or 'stopped'}; port {configured} is held by {holder}: "
+                      "`ragplate up` starts this home's server on a free port")
+            return ServiceState(PREFECT, False, None, None, detail)  # its URL is not ours
+        return ServiceState(PREFECT, False, ui, None, detail or "stopped", api)
     if info.get("other_port"):
-        return ServiceState(PREFECT, True, info["url"], info["pid"],
+        return ServiceState(PREFECT, True, ui, info["pid"],
                             "listening on another port (RAGPLATE_PREFECT_PORT changed): "
-                            "`ragplate up` replaces it")
+                            "`ragplate up` replaces it", api)
     if not info["healthy"]:
         detail = f"{detail}, not healthy yet" if detail else "not healthy yet"
-    return ServiceState(PREFECT, True, info["url"], info["pid"], detail or "running")
+    detail = detail or "running"
+    if info["port"] != configured:
+        detail += (f" on port {info['port']}: port {configured} is held by {holder}" if holder
+                   else f" on port {info['port']} (port {configured} was taken when it started)")
+    return ServiceState(PREFECT, True, ui, info["pid"], detail, api)
 
 
 def up(settings: Settings) -> list[ServiceState]:
@@ -90,7 +104,7 @@ def up(settings: Settings) -> list[ServiceState]:
         return [pg, _prefect(settings, "not started: PostgreSQL is unavailable")]
     before = prefect_server.status(settings)
     was_running = before["running"] and not before.get("other_port")
-    prefect_server.start(settings)
+    prefect_server.start(settings, announce=False)  # the state's detail names the port
     return [pg, _prefect(settings, "running" if was_running else "started")]
 
 

@@ -419,3 +419,37 @@ def test_a_run_marks_flow_runs_a_dead_process_left_running_as_crashed(
         state = client.read_flow_run(orphan.id).state
     assert state is not None and state.type == StateType.CRASHED
     assert "the next run of index-rag-docs found its lock free" in (state.message or "")
+
+
+def test_progress_shows_the_model_load_then_each_index_from_its_start(
+    first_run: dict[str, Any], corpus: Path, store: DocumentStore
+) -> None:
+    import time
+
+    from ragplate.flows.index_docs import MODEL_STEP
+    from ragplate.tasks import progress
+
+    reports: list[tuple[str, int, int, float]] = []
+    with progress.listening(lambda label, done, total: reports.append(
+            (label, done, total, time.perf_counter()))):
+        summary = run(corpus, full=True)
+
+    steps = [(label, done, total) for label, done, total, _ in reports]
+    chunks = summary["chunks written"]
+    assert steps[:3] == [(MODEL_STEP, 0, 1), (MODEL_STEP, 1, 1), ("developer index", 0, chunks)]
+    assert steps[-1] == ("developer index", chunks, chunks)
+    # The bar's clock (from its first report) is the summary's, not the first batch's.
+    shown = reports[-1][3] - reports[2][3]
+    assert abs(shown - summary["seconds"]) < 0.5, (shown, summary["seconds"])
+
+
+def test_an_unchanged_run_loads_no_model_and_shows_no_bar(
+    first_run: dict[str, Any], corpus: Path, store: DocumentStore
+) -> None:
+    from ragplate.tasks import progress
+
+    reports: list[tuple[str, int, int]] = []
+    with progress.listening(lambda *report: reports.append(report)):
+        assert run(corpus)["re-embedded"] == 0
+
+    assert reports == []

@@ -32,6 +32,18 @@ def test_a_value_that_does_not_parse_names_its_variable(
     assert "pydantic" not in str(error.value)
 
 
+def test_a_validators_message_comes_without_pydantics_value_error_prefix(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    clean_env.setenv("RAGPLATE_SERVERS__RERANK__URL", "ftp://rerank.example")
+
+    with pytest.raises(ConfigurationError) as error:
+        load_settings()
+
+    assert str(error.value) == ("invalid setting: RAGPLATE_SERVERS__RERANK__URL: a server URL "
+                                "starts with http:// or https://")
+
+
 def test_a_rejected_secret_is_not_repeated(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("RAGPLATE_SERVERS", '{"embeddings": {"key": 20251130}}')
 

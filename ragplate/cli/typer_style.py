@@ -1,0 +1,47 @@
+"""How the installed Typer shows parameters, made consistent (applied once, at import).
+
+Typer 0.2x draws its own help: it writes a flag's type (``--json <bool>``, though a flag
+takes no value) and an argument as ``{question}`` in the usage line while its errors name
+it ``'question'`` and ragplate's own messages ``QUESTION``. Here a flag shows no type, and
+an argument is ``QUESTION`` (``[QUESTION]`` when optional) in the usage line, the help
+panel and every error. A Typer without these hooks is left as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from typer import core
+
+
+def _flag_type(original: Any) -> Any:
+    def display_type_rich(self: Any, ctx: Any) -> str | None:
+        if getattr(self, "is_flag", False) and self.metavar is None:
+            return None  # a flag takes no value: nothing to show
+        return original(self, ctx)
+
+    return display_type_rich
+
+
+def _argument_name(self: Any) -> str:
+    return str(self.metavar) if self.metavar is not None else str(self.name or "").upper()
+
+
+def _usage_name(self: Any) -> str:
+    name = _argument_name(self)
+    if not self.required:
+        name = f"[{name}]"
+    return name + ("..." if self.nargs != 1 else "")
+
+
+def apply() -> None:
+    """Patch Typer's parameter classes (idempotent)."""
+    option, argument = getattr(core, "TyperOption", None), getattr(core, "TyperArgument", None)
+    if option is not None and hasattr(option, "display_type_rich") \
+            and not getattr(option, "_ragplate_styled", False):
+        option.display_type_rich = _flag_type(option.display_type_rich)
+        option._ragplate_styled = True
+    if argument is not None and hasattr(argument, "_usage_display_name") \
+            and hasattr(argument, "display_name_raw"):
+        argument.display_name_raw = property(_argument_name)
+        argument._usage_display_name = _usage_name

@@ -1,0 +1,270 @@
+"""The deployments of ``prefect.yaml`` on a Prefect server, and a worker that runs them.
+
+Registering is Prefect's own ``prefect deploy --all`` run as a subprocess from the checkout
+(what an operator would type), after ragplate has checked the file and created the work
+pools it names; what was registered is then read back from the API. The worker is
+``prefect worker start --pool ragplate`` in the foreground. Both get the same environment:
+the Prefect API of :func:`ragplate.infra.prefect_server.start`, this ``RAGPLATE_HOME``, and
+``RAGPLATE_CHECKOUT``, the directory the deployments' pull step moves into before loading a
+flow. Prefect fills ``{{ $RAGPLATE_CHECKOUT }}`` when deploying if the variable is set then
+(``ragplate deploy`` sets it: the path is stored with each deployment); a plain ``prefect
+deploy`` without it stores the placeholder, which the flow run's process fills from the
+worker's environment (``ragplate worker`` sets it too).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+
+from ragplate.catalog.errors import ConfigurationError, RagplateError, ServiceError
+from ragplate.catalog.settings import Settings
+from ragplate.infra import prefect_server
+from ragplate.infra.home import ensure_dir, prefect_home_environment
+
+PREFECT_FILE = "prefect.yaml"
+#: The work pool of every deployment ragplate declares, and the worker type it runs.
+POOL = "ragplate"
+POOL_TYPE = "process"
+#: The environment variable the pull step of ``prefect.yaml`` reads.
+CHECKOUT_VARIABLE = "RAGPLATE_CHECKOUT"
+DEPLOY_LOG = "prefect-deploy.log"
+#: How long ``prefect deploy --all`` may take: it imports every flow module once.
+DEPLOY_TIMEOUT = 900.0
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One deployment as ``prefect.yaml`` declares it."""
+
+    name: str
+    entrypoint: str
+    work_pool: str
+    work_queue: str | None
+    schedules: list[dict[str, Any]] = field(default_factory=list)
+
+
+def project_root(checkout: str | None, package_checkout: Path, cwd: Path) -> Path:
+    """The directory holding ``prefect.yaml``: ``checkout`` (``RAGPLATE_CHECKOUT``) when
+    given, else the checkout ragplate runs from, else ``cwd``. Raises
+    :class:`ConfigurationError` when the chosen directory has no ``prefect.yaml``."""
+    if checkout:
+        root = Path(checkout).expanduser().resolve()
+        if not (root / PREFECT_FILE).is_file():
+            raise ConfigurationError(f"{CHECKOUT_VARIABLE}={checkout}: no {PREFECT_FILE} there; "
+                                     "point it at a ragplate checkout")
+        return root
+    for candidate in (package_checkout, cwd):
+        if (candidate / PREFECT_FILE).is_file():
+            return candidate.resolve()
+    raise ConfigurationError(f"no {PREFECT_FILE} in {package_checkout} or {cwd}: run from a "
+                             f"ragplate checkout or set {CHECKOUT_VARIABLE} to one")
+
+
+def declared_deployments(root: Path) -> list[Declared]:
+    """The deployments of ``root/prefect.yaml``, checked before anything is registered:
+    each has a name, an entrypoint whose file exists under ``root`` and a work pool."""
+    path = root / PREFECT_FILE
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigurationError(f"{path}: cannot be read as YAML: {exc}") from None
+    entries = config.get("deployments") if isinstance(config, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise ConfigurationError(f"{path}: declares no deployments")
+    found, problems = [], []
+    for position, entry in enumerate(entries, 1):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not name:
+            problems.append(f"deployment {position}: no name")
+            continue
+        entrypoint = entry.get("entrypoint")
+        script = str(entrypoint).partition(":")[0] if entrypoint else ""
+        pool = entry.get("work_pool") or {}
+        if not entrypoint or ":" not in str(entrypoint):
+            problems.append(f"{name}: no entrypoint 'path/to/file.py:flow'")
+        elif not (root / script).is_file():
+            problems.append(f"{name}: entrypoint file {script} does not exist")
+        if not isinstance(pool, dict) or not pool.get("name"):
+            problems.append(f"{name}: no work_pool.name")
+            continue
+        found.append(Declared(name, str(entrypoint), str(pool["name"]),
+                              pool.get("work_queue_name"), list(entry.get("schedules") or [])))
+    if problems:
+        raise ConfigurationError(f"{path}: " + "; ".join(problems) + "; nothing was registered")
+    return found
+
+
+def prefect_environment(settings: Settings, api_url: str, root: Path,
+                        environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of ``prefect deploy`` and of the worker (and so of every flow run
+    the worker starts): ``environ`` with the Prefect API, this home and the checkout."""
+    env = dict(environ)
+    env.update(
+        PREFECT_API_URL=api_url,
+        # Explicit, so a flow run uses this home even when it was derived (XDG_DATA_HOME).
+        RAGPLATE_HOME=str(settings.home),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+    )
+    env[CHECKOUT_VARIABLE] = str(root)
+    # Prefect's own files (its home, results of failed runs) stay under RAGPLATE_HOME, in
+    # the directory the local server uses, unless the operator chose another.
+    env.update(prefect_home_environment(settings.home, environ))
+    return env
+
+
+def ensure_work_pools(api_url: str, names: Iterable[str]) -> list[str]:
+    """Create each missing work pool as a ``process`` pool with Prefect's default job
+    template; returns the names created (an existing pool is left as it is)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+    from prefect.workers.process import ProcessWorker
+
+    created = []
+    with _api(api_url), get_client(sync_client=True) as client:
+        for name in dict.fromkeys(names):
+            try:
+                client.read_work_pool(name)
+                continue
+            except ObjectNotFound:
+                pass
+            template = ProcessWorker.get_default_base_job_template()
+            try:
+                client.create_work_pool(WorkPoolCreate(name=name, type=POOL_TYPE,
+                                                       base_job_template=template))
+            except ObjectAlreadyExists:  # created meanwhile by another deploy or worker
+                continue
+            created.append(name)
+    return created
+
+
+def deploy(settings: Settings, root: Path, environ: Mapping[str, str]) -> dict[str, Any]:
+    """Register every deployment of ``root/prefect.yaml`` on the Prefect server of
+    ``settings`` (``PREFECT_API_URL``, or the local one, started if needed).
+
+    Returns ``api_url``, ``ui_url``, ``checkout``, ``work_pools_created`` and
+    ``deployments`` as the server now holds them (:func:`registered`). Prefect's output is
+    kept in ``RAGPLATE_HOME/logs/prefect-deploy.log``.
+    """
+    declared = declared_deployments(root)
+    api_url = prefect_server.start(settings)
+    created = ensure_work_pools(api_url, [d.work_pool for d in declared])
+    env = prefect_environment(settings, api_url, root, environ)
+    command = [sys.executable, "-m", "prefect", "deploy", "--all", "--no-prompt",
+               "--prefect-file", str(root / PREFECT_FILE)]
+    ensure_dir(settings.log_dir)
+    log = settings.log_dir / DEPLOY_LOG
+    try:
+        result = subprocess.run(command, cwd=root, env=env, stdin=subprocess.DEVNULL,
+                                capture_output=True, text=True, timeout=DEPLOY_TIMEOUT,
+                                check=False)
+    except subprocess.TimeoutExpired:
+        raise ServiceError(f"prefect deploy --all did not finish in {DEPLOY_TIMEOUT:.0f} s "
+                           f"against {api_url}") from None
+    log.write_text(result.stdout + result.stderr, encoding="utf-8")
+    if result.returncode != 0:
+        raise RagplateError(f"prefect deploy --all failed (exit {result.returncode}): "
+                            f"{_last_line(result.stdout + result.stderr)}; see {log}")
+    return {"api_url": api_url, "ui_url": prefect_server.ui_url(api_url), "checkout": str(root),
+            "work_pools_created": created, "deployments": registered(api_url, declared)}
+
+
+def registered(api_url: str, declared: list[Declared]) -> list[dict[str, Any]]:
+    """What the server holds for each declared deployment, in the file's order: ``name``,
+    ``flow``, ``id``, ``entrypoint``, ``work_pool``, ``work_queue``, ``schedules`` (each
+    ``cron`` or ``interval``, ``timezone``, ``active``) and ``url`` (its page in the UI).
+    Raises :class:`RagplateError` naming a declared deployment the server does not hold."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterName
+
+    names = [d.name for d in declared]
+    with _api(api_url), get_client(sync_client=True) as client:
+        held = client.read_deployments(
+            deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=names)))
+        flows = {flow_id: client.read_flow(flow_id).name for flow_id in {d.flow_id for d in held}}
+    ui = prefect_server.ui_url(api_url)
+    rows, missing = [], []
+    for wanted in declared:
+        # The same name may exist for another flow (on a shared server): the entrypoint
+        # tells ragplate's apart.
+        match = next((d for d in held if d.name == wanted.name
+                      and d.entrypoint == wanted.entrypoint), None)
+        if match is None:
+            missing.append(wanted.name)
+            continue
+        rows.append({
+            "name": match.name, "flow": flows[match.flow_id], "id": str(match.id),
+            "entrypoint": match.entrypoint, "work_pool": match.work_pool_name,
+            "work_queue": match.work_queue_name,
+            "schedules": [_schedule(s) for s in match.schedules],
+            "url": f"{ui}/deployments/deployment/{match.id}" if ui else None,
+        })
+    if missing:
+        raise RagplateError(f"the Prefect server at {api_url} does not hold "
+                            f"{', '.join(missing)} after prefect deploy --all")
+    return rows
+
+
+def _schedule(schedule: Any) -> dict[str, Any]:
+    inner = schedule.schedule
+    row: dict[str, Any] = {"active": bool(schedule.active)}
+    if getattr(inner, "cron", None):
+        row["cron"] = inner.cron
+    elif getattr(inner, "interval", None) is not None:
+        row["interval"] = inner.interval.total_seconds()
+    elif getattr(inner, "rrule", None):
+        row["rrule"] = inner.rrule
+    row["timezone"] = getattr(inner, "timezone", None)
+    return row
+
+
+def worker_command(pool: str = POOL) -> list[str]:
+    """``prefect worker start`` for ``pool``; ``--type`` makes Prefect create a missing
+    pool as a process pool rather than ask."""
+    return [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool,
+            "--type", POOL_TYPE]
+
+
+def worker_process(settings: Settings, root: Path,
+                   environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of a worker for the ``ragplate`` pool, once the server
+    is started (or reached) and the pool exists."""
+    api_url = prefect_server.start(settings)
+    ensure_work_pools(api_url, [POOL])
+    return worker_command(), prefect_environment(settings, api_url, root, environ)
+
+
+def exec_worker(command: list[str], env: dict[str, str], root: Path) -> NoReturn:
+    """Replace this process with the worker, in ``root``: it keeps the pid, the terminal
+    and Prefect's own signal handling (the first Ctrl-C or SIGTERM stops it gracefully,
+    letting running flow runs finish; a second one kills it), and no wrapper is left
+    behind to outlive it or be outlived."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.chdir(root)
+    os.execve(command[0], command, env)
+
+
+def _last_line(output: str) -> str:
+    """The last non-blank line of Prefect's output, its error as a rule."""
+    lines = [line.strip(" │╭╮╰╯─") for line in output.splitlines()]
+    lines = [line for line in lines if line]
+    return lines[-1] if lines else "no output"
+
+
+@contextmanager
+def _api(api_url: str) -> Iterator[None]:
+    """Prefect's settings pointed at ``api_url`` inside the block."""
+    from prefect import settings as ps
+
+    with ps.temporary_settings(updates={ps.PREFECT_API_URL: api_url}):
+        yield

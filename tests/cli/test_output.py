@@ -1,0 +1,152 @@
+"""The CLI's console (:mod:`ragplate.cli.output`): wide enough in a log for a table,
+and Prefect's run records once each: no task line at INFO, one error."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.table import Table
+
+from ragplate.cli import output
+from tests.testing.corpus import write_corpus
+
+
+def _record(name: str, level: int, message: str, **extra: str) -> logging.LogRecord:
+    record = logging.LogRecord(name, level, __file__, 1, message, None, None)
+    for key, value in extra.items():
+        setattr(record, key, value)
+    return record
+
+
+def _console_lines(*records: logging.LogRecord) -> list[str]:
+    """What the CLI's console handler (as :func:`output.configure_logging` builds it)
+    prints of ``records``."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(output._RunFormatter("%(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(output._RunRecordsOnce())
+    for record in records:
+        if handler.filter(record):
+            handler.emit(record)
+    return stream.getvalue().splitlines()
+
+
+TASK = {"task_run_name": "embed-batch-3f1", "task_name": "embed-batch",
+        "flow_run_name": "brave-fox", "flow_name": "index-rag-docs"}
+FLOW = {"flow_run_name": "brave-fox", "flow_name": "index-rag-docs"}
+
+
+def test_a_completed_task_says_nothing_and_the_flow_says_it_once() -> None:
+    lines = _console_lines(
+        _record("prefect.flow_runs", logging.INFO,
+                "Beginning flow run 'brave-fox' for flow 'index-rag-docs'", **FLOW),
+        *[_record("prefect.task_runs", logging.INFO, "Finished in state Completed()", **TASK)
+          for _ in range(18)],
+        _record("prefect.flow_runs", logging.INFO, "Finished in state Completed()", **FLOW))
+
+    assert lines == [
+        "INFO flow run 'brave-fox': Beginning flow run 'brave-fox' for flow 'index-rag-docs'",
+        "INFO flow run 'brave-fox': Finished in state Completed()",
+    ]
+
+
+def test_a_failure_is_left_to_the_command_and_a_retry_names_its_task() -> None:
+    lines = _console_lines(
+        _record("prefect.task_runs", logging.INFO,
+                "Task run failed with exception: OSError('x') - Retry 1/3 will start 2 "
+                "second(s) from now", **TASK),
+        _record("prefect.task_runs", logging.ERROR,
+                "Task run failed with exception: OSError('x') - Retries are exhausted", **TASK),
+        _record("prefect.task_runs", logging.ERROR,
+                "Finished in state Failed('Task run encountered an exception OSError: x')",
+                **TASK),
+        _record("prefect.flow_runs", logging.ERROR,
+                "Encountered exception during execution: OSError('x')", **FLOW),
+        _record("prefect.flow_runs", logging.INFO,
+                "Finished in state Failed('Flow run encountered an exception: OSError: x')",
+                **FLOW),
+        _record("prefect.task_runs", logging.WARNING,
+                "documentation root /docs (prefix 'd') holds no Markdown file", **TASK),
+        _record("ragplate.infra.prefect_server", logging.WARNING, "port 4200 is held"))
+
+    assert lines == [
+        "INFO task run 'embed-batch-3f1': Task run failed with exception: OSError('x') - "
+        "Retry 1/3 will start 2 second(s) from now",
+        "WARNING task run 'embed-batch-3f1': documentation root /docs (prefix 'd') holds no "
+        "Markdown file",
+        "WARNING ragplate.infra.prefect_server: port 4200 is held",
+    ]
+
+
+def test_a_console_that_is_not_a_terminal_does_not_cut_a_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    console = output.make_console()
+    table = Table()
+    for column in ("index", "sources read", "unchanged", "re-embedded", "deleted",
+                   "chunks written", "seconds"):
+        table.add_column(column)
+    table.add_row("developer", "16", "16", "0", "0", "0", "0.04")
+
+    console.print(table)
+
+    assert console.width == output.PIPE_WIDTH
+    printed = sys.stdout.getvalue()
+    assert "re-embedded" in printed and "chunks written" in printed and "…" not in printed
+    monkeypatch.setenv("COLUMNS", "90")
+    assert output.make_console().width == 90  # COLUMNS still decides
+
+
+FILES = {
+    "setup.md": "# Setup\n\nRun the installer from the release page.\n",
+    "usage.md": "# Usage\n\nStart the service and open the dashboard.\n",
+}
+
+
+def _index_docs(home: Path, api_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items()
+               if not k.startswith("RAGPLATE_") and k not in ("PREFECT_API_URL", "COLUMNS")}
+    port = api_url.rstrip("/").removesuffix("/api").rsplit(":", 1)[1]
+    environ.update(RAGPLATE_HOME=str(home), RAGPLATE_PREFECT_PORT=port)
+    return subprocess.run([sys.executable, "-m", "ragplate", "index-docs", *args], env=environ,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_index_docs_prints_one_line_per_run_step_and_one_error(
+    ragplate_home: Path, prefect_api_url: str, settings: object, tmp_path: Path,
+) -> None:
+    from ragplate.infra.runtime import Runtime
+
+    root = write_corpus(tmp_path / "small", FILES)
+    bad = write_corpus(tmp_path / "bad", {"a.md": "---\naudience: nobody\n---\n# A\n\nText.\n"})
+    try:
+        done = _index_docs(ragplate_home, prefect_api_url, "--path", str(root),
+                           "--prefix", "out-small", "--profile", "developer", "--full")
+        failed = _index_docs(ragplate_home, prefect_api_url, "--path", str(bad))
+    finally:
+        Runtime(settings).store("developer").delete_sources(  # type: ignore[arg-type]
+            [f"out-small/{name}" for name in FILES])
+
+    assert done.returncode == 0, done.stderr
+    logged = done.stderr.splitlines()
+    assert [line.split(": ", 1)[1].split(" ")[0] for line in logged] == [
+        "Beginning", "View", "Finished"], logged
+    assert all(line.startswith("INFO flow run '") for line in logged)
+    assert logged[-1].endswith(": Finished in state Completed()")
+    assert "prefect.task_runs" not in done.stdout + done.stderr
+    assert "index-rag-docs" in done.stdout  # the summary table, whole
+    assert failed.returncode == 2, failed.stderr
+    error = "bad/a.md: unknown audience 'nobody'"
+    assert (failed.stdout + failed.stderr).count(error) == 1, failed.stderr
+    assert [line for line in failed.stderr.splitlines() if not line.startswith("INFO ")] == [
+        "Error: bad/a.md: unknown audience 'nobody' (accepted: user, developer, shared)"]

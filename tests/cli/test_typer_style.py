@@ -1,0 +1,47 @@
+"""Help and usage as a person reads them (:mod:`ragplate.cli.typer_style`): a flag shows
+no value type, an argument is named the same way (``QUESTION``) in the usage line, the
+help panel and the error."""
+
+from __future__ import annotations
+
+import re
+
+from typer.testing import CliRunner
+
+from ragplate.cli import app
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+def test_flags_show_no_value_type() -> None:
+    result = CliRunner().invoke(app, ["up", "--help"])
+
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in _plain(result.output)
+    assert re.search(r"--json\s+│", _plain(result.output))  # the flag, nothing after it
+
+
+def test_an_option_taking_a_value_still_shows_its_type() -> None:
+    result = CliRunner().invoke(app, ["retrieve", "--help"])
+
+    assert "--top-k" in _plain(result.output) and "<int>" in _plain(result.output)
+    assert "<bool>" not in _plain(result.output)
+
+
+def test_an_argument_has_one_name_in_usage_help_and_error() -> None:
+    shown = _plain(CliRunner().invoke(app, ["retrieve", "--help"]).output)
+    missing = CliRunner().invoke(app, ["retrieve"])
+
+    assert "retrieve [OPTIONS] QUESTION" in shown
+    assert "{question}" not in shown
+    assert missing.exit_code == 2
+    assert "retrieve [OPTIONS] QUESTION" in _plain(missing.output)
+    assert "Missing argument 'QUESTION'." in _plain(missing.output)
+
+
+def test_a_repeatable_argument_is_shown_repeatable() -> None:
+    shown = _plain(CliRunner().invoke(app, ["sources", "remove", "--help"]).output)
+
+    assert "sources remove [OPTIONS] LABELS..." in shown
