@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal, cast
 
 import typer
 from rich.markup import escape
@@ -13,6 +13,9 @@ from rich.table import Table
 from ragplate.catalog.documents import AccessContext
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.cli.output import console, flow_progress, print_json, quiet_expected_errors
+
+if TYPE_CHECKING:
+    from ragplate.infra.runtime import Runtime
 
 
 class IndexProfile(StrEnum):
@@ -42,6 +45,11 @@ def index_docs(
         typer.Option("--allow-empty", help="Let a root without Markdown files delete the "
                      "sources it indexed (refused otherwise: usually a missing mount)."),
     ] = False,
+    always_run: Annotated[
+        bool,
+        typer.Option("--always-run", help="Start a flow run even when the index is up to "
+                     "date (by default such a run is answered without one)."),
+    ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Index documentation through the Prefect flow [bold]index-rag-docs[/bold].
@@ -49,26 +57,28 @@ def index_docs(
     Every source is read and validated first; an invalid one (e.g. an unknown audience)
     stops the run with the store unchanged. Unchanged sources are not embedded again. A
     root that holds no Markdown file while the index holds its sources stops the run too,
-    unless --allow-empty.
+    unless --allow-empty. When nothing would change, the command says so without starting
+    a flow run (--always-run starts one; scheduled deployments always do).
 
     Example: ragplate index-docs --path ../shared/corpora/laraplate --prefix '' --full
     """
-    from ragplate.flows.index_docs import explicit_root
     from ragplate.infra.environment import get_settings
-    from ragplate.infra.prefect_server import prefect_api
     from ragplate.infra.runtime import Runtime
+    from ragplate.tasks.indexing.targets import explicit_root
+    from ragplate.tasks.indexing.up_to_date import up_to_date_rows
 
-    explicit_root(str(path) if path is not None else None, prefix)  # before any service
+    path_text = str(path) if path is not None else None
+    explicit_root(path_text, prefix)  # before any service
     runtime = Runtime(get_settings())
     runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
-    with prefect_api(runtime.settings):
-        from ragplate.flows.index_docs import index_rag_docs
-        quiet_expected_errors()
-
-        with flow_progress(json_output):
-            rows = index_rag_docs(profile=profile.value,
-                                  path=str(path) if path is not None else None,
-                                  prefix=prefix, full=full, allow_empty=allow_empty)
+    rows = None if always_run else up_to_date_rows(
+        runtime, profile=profile.value, path=path_text, prefix=prefix, full=full)
+    if rows is None:
+        rows = _flow_run(runtime, profile=profile.value, path=path_text, prefix=prefix,
+                         full=full, allow_empty=allow_empty, json_output=json_output)
+    elif not json_output:
+        console.print("Up to date: nothing to embed, delete or record; no flow run was "
+                      "started (--always-run starts one).")
     if json_output:
         print_json({"indexes": rows})
         return
@@ -78,6 +88,21 @@ def index_docs(
     for row in rows:
         table.add_row(*(str(v) for v in row.values()))
     console.print(table)
+
+
+def _flow_run(runtime: Runtime, *, profile: str, path: str | None, prefix: str | None,
+              full: bool, allow_empty: bool, json_output: bool) -> list[dict[str, object]]:
+    """The rows of a run of the flow, reporting to this home's Prefect server."""
+    from ragplate.infra.prefect_server import prefect_api
+
+    with prefect_api(runtime.settings):
+        from ragplate.flows.index_docs import index_rag_docs
+        quiet_expected_errors()
+
+        with flow_progress(json_output):
+            return index_rag_docs(profile=cast(Literal["developer", "user", "all"], profile),
+                                  path=path, prefix=prefix, full=full,
+                                  allow_empty=allow_empty)
 
 
 def retrieve(

@@ -92,6 +92,7 @@ _STATE_LINE = "Finished in state "
 _ENGINE_ERRORS = ("Task run failed with ", "Encountered exception during execution",
                   "Crash detected!", _STATE_LINE)
 _FLOW_RUNS, _TASK_RUNS = "prefect.flow_runs", "prefect.task_runs"
+_EVENTS_WORKER = "EventsWorker"
 
 
 class _RunRecordsOnce(logging.Filter):
@@ -99,9 +100,14 @@ class _RunRecordsOnce(logging.Filter):
     says nothing at INFO (its state line is kept in the UI), and the exception that stops a
     run is not logged on the way up (by the task, the flow, their state lines): the command
     reports it once, as its error. What a run's own code logs, a retry, a warning, a
-    flow run's start, link and completion, stay."""
+    flow run's start, link and completion, stay; the count of events still being sent at
+    exit does not."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == _EVENTS_WORKER:
+            # At exit Prefect sends the run's last events and counts them down as a
+            # warning; none is lost, so the count says nothing to the operator.
+            return not record.getMessage().startswith("Still processing items")
         if not record.name.startswith((_FLOW_RUNS, _TASK_RUNS)):
             return True
         message = record.getMessage()

@@ -4,14 +4,20 @@ Typer 0.2x draws its own help: it writes a flag's type (``--json <bool>``, thoug
 takes no value) and an argument as ``{question}`` in the usage line while its errors name
 it ``'question'`` and ragplate's own messages ``QUESTION``. Here a flag shows no type, and
 an argument is ``QUESTION`` (``[QUESTION]`` when optional) in the usage line, the help
-panel and every error. A Typer without these hooks is left as it is.
+panel and every error. A help text's paragraph is one paragraph, re-wrapped to the
+terminal: Typer keeps a docstring's own line breaks, so at 80 columns every line longer
+than the terminal broke in two. A Typer without these hooks is left as it is.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from typer import core
+
+#: A line that starts an item of its own: a list item or a row of a ``\b`` block.
+_ITEM = re.compile(r"^\s*(?:[-*•] |\d+\. )")
 
 
 def _flag_type(original: Any) -> Any:
@@ -34,8 +40,24 @@ def _usage_name(self: Any) -> str:
     return name + ("..." if self.nargs != 1 else "")
 
 
+def join_lines(paragraph: str) -> str:
+    """One paragraph of help text with its single line breaks made spaces (the terminal
+    wraps it), except in a ``\b`` paragraph (kept as written) and before a list item."""
+    if paragraph.startswith("\b"):
+        return paragraph
+    lines = paragraph.split("\n")
+    joined = lines[0]
+    for line in lines[1:]:
+        joined += ("\n" + line) if _ITEM.match(line) else (" " + line.strip())
+    return joined
+
+
+def _fix_linebreaks(paragraphs: list[str], markup_mode: Any) -> str:
+    return "\n\n".join(join_lines(p) for p in paragraphs)
+
+
 def apply() -> None:
-    """Patch Typer's parameter classes (idempotent)."""
+    """Patch Typer's parameter classes and help paragraphs (idempotent)."""
     option, argument = getattr(core, "TyperOption", None), getattr(core, "TyperArgument", None)
     if option is not None and hasattr(option, "display_type_rich") \
             and not getattr(option, "_ragplate_styled", False):
@@ -45,3 +67,9 @@ def apply() -> None:
             and hasattr(argument, "display_name_raw"):
         argument.display_name_raw = property(_argument_name)
         argument._usage_display_name = _usage_name
+    try:
+        from typer import rich_utils
+    except ImportError:  # a Typer without Rich help has no such paragraphs
+        return
+    if hasattr(rich_utils, "_fix_linebreaks"):
+        rich_utils._fix_linebreaks = _fix_linebreaks

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any, Literal, cast
 from uuid import UUID
 
@@ -15,48 +14,21 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 
-from ragplate.catalog.documents import INDEXES
-from ragplate.catalog.errors import InvalidInputError, ServiceError
+from ragplate.catalog.documents import Document
+from ragplate.catalog.errors import ServiceError
 from ragplate.infra import locks
 from ragplate.infra.environment import get_settings
+from ragplate.infra.models.base import Embedder
 from ragplate.infra.runtime import Runtime
+from ragplate.infra.stores.base import DocumentStore
 from ragplate.tasks import progress
 from ragplate.tasks.flow_runs import crash_orphans
 from ragplate.tasks.indexing import index, steps
-from ragplate.tasks.indexing.split import make_splitter
+from ragplate.tasks.indexing.split import Splitter, make_splitter
+from ragplate.tasks.indexing.targets import indexes_for, resolve_roots
+from ragplate.tasks.retries import as_is
 
 IndexProfile = Literal["developer", "user", "all"]
-
-
-def explicit_root(path: str | None, prefix: str | None) -> dict[str, Path] | None:
-    """The root of ``--path`` (with its prefix, default the directory name), ``None``
-    without one; refuses a missing directory or ``--prefix`` alone. Needs no service, so
-    the command line checks it before starting any."""
-    if path is None:
-        if prefix is not None:
-            raise InvalidInputError("--prefix needs --path")
-        return None
-    root = Path(path).expanduser()
-    if not root.is_dir():
-        raise InvalidInputError(f"--path {path}: not a directory")
-    label_prefix = root.resolve().name if prefix is None else prefix.strip("/")
-    return {label_prefix: root}
-
-
-def resolve_roots(runtime: Runtime, path: str | None, prefix: str | None) -> dict[str, Path]:
-    """An explicit ``--path`` (:func:`explicit_root`) or the configured roots plus
-    ``RAGPLATE_DOCS_PATH``."""
-    explicit = explicit_root(path, prefix)
-    return runtime.settings.all_roots() if explicit is None else explicit
-
-
-def indexes_for(profile: str) -> tuple[str, ...]:
-    """``developer``, ``user`` or both."""
-    if profile == "all":
-        return INDEXES
-    if profile not in INDEXES:
-        raise InvalidInputError(f"--profile {profile!r}: expected developer, user or all")
-    return (profile,)
 
 
 @flow(name="index-rag-docs", log_prints=True)
@@ -86,7 +58,7 @@ def _index(runtime: Runtime, profile: IndexProfile, path: str | None, prefix: st
            full: bool, allow_empty: bool) -> list[dict[str, Any]]:
     """The run under the index lock: read, plan, check, then write index by index."""
     targets = indexes_for(profile)
-    roots = resolve_roots(runtime, path, prefix)
+    roots = resolve_roots(runtime.settings, path, prefix)
     others = [p for p in runtime.settings.all_roots() if p not in roots]
     documents = steps.read_sources(roots, runtime.settings.docs_max_file_bytes)
     model = runtime.active_profile()
@@ -98,46 +70,25 @@ def _index(runtime: Runtime, profile: IndexProfile, path: str | None, prefix: st
     recipe = index.vector_recipe(weight)
     stores = {name: runtime.store(name, model) for name in targets}
     stored = {name: steps.stored_sources(store) for name, store in stores.items()}
-    corpora = {name: steps.select_corpus(name, documents, runtime.policy)
+    corpora = {name: steps.select_corpus(name, as_is(documents), runtime.policy)
                for name in targets}
     plans = [index.plan_index(name, corpora[name], stored[name], model.key, full=full,
                               prefixes=list(roots), other_prefixes=others, salt=salt,
                               recipe=recipe)
              for name in targets]
-    steps.check_emptied_roots(plans, stored, documents, roots, others, allow_empty)
-    if any(plan.changed for plan in plans):
+    steps.check_emptied_roots(as_is(plans), as_is(stored), as_is(documents), roots, others,
+                              allow_empty)
+    writes = any(plan.changed for plan in plans)
+    if writes:
         _load_model(embedder)  # a step of its own, before any index's clock starts
     # Called from a sync flow, Prefect's async_dispatch returns the UUID, not a coroutine.
-    progress_id = cast(UUID, create_progress_artifact(0.0, key="index-rag-docs-progress",
-                                                      description="chunks embedded and written"))
-    summaries = []
-    for plan in plans:
-        index_name, store, corpus = plan.index, stores[plan.index], corpora[plan.index]
-        started = time.perf_counter()
-        chunks = steps.split(plan.changed, splitter)
-        # The bar shows from the index's start (its clock is the summary's), not from the
-        # first batch written, which may take a minute.
-        if chunks:
-            progress.report(f"{index_name} index", 0, len(chunks))
-        batches = index.make_batches(plan.changed, chunks, model.key,
-                                     batch_chunks=runtime.settings.index_batch_chunks, salt=salt,
-                                     recipe=recipe)
-        summary = index.IndexSummary(index_name, sources_read=len(corpus),
-                                     unchanged=len(plan.unchanged),
-                                     reembedded=len(plan.changed))
-        total = len(chunks)
-        for batch in batches:
-            embedded = steps.embed_batch(embedder, batch, weight)
-            summary.chunks_written += steps.write_batch(store, batch, embedded)
-            progress.report(f"{index_name} index", summary.chunks_written, total)
-            if progress_id is not None:
-                update_progress_artifact(progress_id, _percent(summary, total))
-        steps.record_sources(store, plan.unrecorded)
-        steps.delete_sources(store, plan.deleted)
-        summary.deleted = len(plan.deleted)
-        summary.extra["chunks_in_index"] = steps.finalize_index(store)
-        summary.seconds = time.perf_counter() - started
-        summaries.append(summary)
+    # A run with nothing to embed has no progress to show.
+    progress_id = (cast(UUID, create_progress_artifact(
+        0.0, key="index-rag-docs-progress", description="chunks embedded and written"))
+        if writes else None)
+    summaries = [_write_index(runtime, plan, stores[plan.index], corpora[plan.index],
+                              embedder, splitter, salt, recipe, progress_id)
+                 for plan in plans]
     if progress_id is not None:
         update_progress_artifact(progress_id, 100.0)
     rows = [s.as_row() for s in summaries]
@@ -145,6 +96,43 @@ def _index(runtime: Runtime, profile: IndexProfile, path: str | None, prefix: st
                           description=f"index-rag-docs with {model.key}")
     create_markdown_artifact(_markdown(rows, model.key, full), key="index-rag-docs-report")
     return rows
+
+
+def _write_index(runtime: Runtime, plan: index.IndexPlan, store: DocumentStore,
+                 corpus: list[Document], embedder: Embedder, splitter: Splitter, salt: str,
+                 recipe: str,
+                 progress_id: UUID | None) -> index.IndexSummary:
+    """One index's writes: its changed sources embedded batch by batch, then the records,
+    deletions and search index. A step with nothing to do is not run: each task run costs
+    Prefect a few API calls."""
+    index_name = plan.index
+    weight = runtime.settings.docs_context_weight
+    started = time.perf_counter()
+    chunks = steps.split(as_is(plan.changed), splitter) if plan.changed else []
+    # The bar shows from the index's start (its clock is the summary's), not from the
+    # first batch written, which may take a minute.
+    if chunks:
+        progress.report(f"{index_name} index", 0, len(chunks))
+    batches = index.make_batches(plan.changed, chunks, runtime.active_profile().key,
+                                 batch_chunks=runtime.settings.index_batch_chunks, salt=salt,
+                                 recipe=recipe)
+    summary = index.IndexSummary(index_name, sources_read=len(corpus),
+                                 unchanged=len(plan.unchanged), reembedded=len(plan.changed))
+    total = len(chunks)
+    for batch in batches:
+        embedded = steps.embed_batch(embedder, as_is(batch), weight)
+        summary.chunks_written += steps.write_batch(store, as_is(batch), as_is(embedded))
+        progress.report(f"{index_name} index", summary.chunks_written, total)
+        if progress_id is not None:
+            update_progress_artifact(progress_id, _percent(summary, total))
+    if plan.unrecorded:
+        steps.record_sources(store, as_is(plan.unrecorded))
+    if plan.deleted:
+        steps.delete_sources(store, as_is(plan.deleted))
+    summary.deleted = len(plan.deleted)
+    summary.extra["chunks_in_index"] = steps.finalize_index(store)
+    summary.seconds = time.perf_counter() - started
+    return summary
 
 
 #: The progress label of the model load, shown before the first index is embedded.

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from logging import getLogger
@@ -444,6 +444,34 @@ def status(settings: Settings) -> dict[str, Any]:
             "holder": holder}
 
 
+def run_settings(url: str, chosen: Mapping[str, str],
+                 environ: Mapping[str, str]) -> dict[Any, Any]:
+    """Prefect's settings for flows run in this process: the server at ``url``, no
+    analytics, the homes ``chosen`` under RAGPLATE_HOME, and no heartbeat unless the
+    operator set its interval in ``environ``."""
+    from prefect import settings as ps
+
+    updates: dict[Any, Any] = {ps.PREFECT_API_URL: url, ps.PREFECT_SERVER_ANALYTICS_ENABLED: False}
+    if not HEARTBEAT_VARIABLES & set(environ):
+        # A flow's heartbeat thread sleeps in one-second steps and is joined at the end of
+        # the run: half a second on average added to every command-line run. Prefect acts
+        # on heartbeats only through an automation the operator configures, so the command
+        # line sends none unless the operator sets the interval; ragplate marks a run that
+        # a killed process left Running as Crashed at the next run (crash_orphans).
+        updates[ps.PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
+    if "PREFECT_HOME" in chosen:
+        updates[ps.PREFECT_HOME] = Path(chosen["PREFECT_HOME"])
+    if "PREFECT_RESULTS_LOCAL_STORAGE_PATH" in chosen:
+        updates[ps.PREFECT_RESULTS_LOCAL_STORAGE_PATH] = Path(
+            chosen["PREFECT_RESULTS_LOCAL_STORAGE_PATH"])
+    return updates
+
+
+#: Prefect's settings of the flow heartbeat interval (the second is its legacy name).
+HEARTBEAT_VARIABLES = frozenset({"PREFECT_FLOWS_HEARTBEAT_FREQUENCY",
+                                 "PREFECT_RUNNER_HEARTBEAT_FREQUENCY"})
+
+
 @contextmanager
 def prefect_api(settings: Settings, *, timeout: float = 90) -> Iterator[str]:
     """Ensure the server and make flows run in this process report to it; yields its URL.
@@ -457,11 +485,6 @@ def prefect_api(settings: Settings, *, timeout: float = 90) -> Iterator[str]:
     url = start(settings, timeout=timeout)
     from prefect import settings as ps
 
-    updates: dict[Any, Any] = {ps.PREFECT_API_URL: url, ps.PREFECT_SERVER_ANALYTICS_ENABLED: False}
-    if "PREFECT_HOME" in chosen:
-        updates[ps.PREFECT_HOME] = Path(chosen["PREFECT_HOME"])
-    if "PREFECT_RESULTS_LOCAL_STORAGE_PATH" in chosen:
-        updates[ps.PREFECT_RESULTS_LOCAL_STORAGE_PATH] = Path(
-            chosen["PREFECT_RESULTS_LOCAL_STORAGE_PATH"])
+    updates = run_settings(url, chosen, os.environ)
     with ps.temporary_settings(updates=updates):
         yield url

@@ -1,14 +1,16 @@
 """The retry policy of every wing's Prefect tasks: only I/O steps retry (reading files, the
 database, a remote model server), and a deterministic refusal (bad input, a wrong vector
-length, a configuration mistake) fails at once, since a retry cannot fix it."""
+length, a configuration mistake) fails at once, since a retry cannot fix it. And
+:func:`as_is`, how a flow hands a task a large value."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from prefect import Task, task
 from prefect.cache_policies import NO_CACHE
+from prefect.utilities.annotations import quote
 
 from ragplate.catalog.errors import ConfigurationError, DimensionMismatchError, InvalidInputError
 
@@ -40,3 +42,15 @@ def io_task(name: str) -> Callable[[Callable[P, R]], Task[P, R]]:
         retry_condition_fn=retry_unless_permanent,
         cache_policy=NO_CACHE,
     )
+
+
+T = TypeVar("T")
+
+
+def as_is(value: T) -> T:
+    """``value`` as a task argument Prefect passes without walking it.
+
+    To record a task run's inputs Prefect visits every field of every argument, which for
+    a run's documents or batches costs more than the step itself; the task receives the
+    value unchanged (``quote``), typed as the value for the caller."""
+    return cast(T, quote(value))

@@ -84,6 +84,14 @@ def test_a_failure_is_left_to_the_command_and_a_retry_names_its_task() -> None:
     ]
 
 
+def test_the_count_of_events_sent_at_exit_is_not_printed_but_other_warnings_are() -> None:
+    lines = _console_lines(
+        _record("EventsWorker", logging.WARNING, "Still processing items: 28 items remaining..."),
+        _record("EventsWorker", logging.WARNING, "Failed to connect to the events server"))
+
+    assert lines == ["WARNING EventsWorker: Failed to connect to the events server"]
+
+
 def test_a_console_that_is_not_a_terminal_does_not_cut_a_table(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -133,6 +141,9 @@ def test_index_docs_prints_one_line_per_run_step_and_one_error(
         done = _index_docs(ragplate_home, prefect_api_url, "--path", str(root),
                            "--prefix", "out-small", "--profile", "developer", "--full")
         failed = _index_docs(ragplate_home, prefect_api_url, "--path", str(bad))
+        args = ("--path", str(root), "--prefix", "out-small", "--profile", "developer")
+        again = _index_docs(ragplate_home, prefect_api_url, *args)
+        again_run = _index_docs(ragplate_home, prefect_api_url, *args, "--always-run")
     finally:
         Runtime(settings).store("developer").delete_sources(  # type: ignore[arg-type]
             [f"out-small/{name}" for name in FILES])
@@ -145,6 +156,16 @@ def test_index_docs_prints_one_line_per_run_step_and_one_error(
     assert logged[-1].endswith(": Finished in state Completed()")
     assert "prefect.task_runs" not in done.stdout + done.stderr
     assert "index-rag-docs" in done.stdout  # the summary table, whole
+    # Nothing to do: said without a flow run, unless one is asked for.
+    assert again.returncode == 0, again.stderr
+    assert again.stderr == ""
+    assert again.stdout.startswith("Up to date: nothing to embed, delete or record; no flow "
+                                   "run was started (--always-run starts one).\n")
+    assert "index-rag-docs" in again.stdout
+    assert again_run.returncode == 0, again_run.stderr
+    assert [line.split(": ", 1)[1].split(" ")[0] for line in again_run.stderr.splitlines()] == [
+        "Beginning", "View", "Finished"]
+    assert "Up to date" not in again_run.stdout
     assert failed.returncode == 2, failed.stderr
     error = "bad/a.md: unknown audience 'nobody'"
     assert (failed.stdout + failed.stderr).count(error) == 1, failed.stderr

@@ -45,3 +45,26 @@ def test_a_repeatable_argument_is_shown_repeatable() -> None:
     shown = _plain(CliRunner().invoke(app, ["sources", "remove", "--help"]).output)
 
     assert "sources remove [OPTIONS] LABELS..." in shown
+
+
+def test_a_help_paragraph_is_one_paragraph_lists_and_blocks_keep_their_lines() -> None:
+    from ragplate.cli.typer_style import join_lines
+
+    assert join_lines("Every source is read first; an invalid one\nstops the run.") == (
+        "Every source is read first; an invalid one stops the run.")
+    assert join_lines("    ragplate evaluate documentation --dataset\n    d.json --output r") == (
+        "    ragplate evaluate documentation --dataset d.json --output r")
+    assert join_lines("Modes:\n- fast: keywords\n- hybrid: both") == (
+        "Modes:\n- fast: keywords\n- hybrid: both")
+    assert join_lines("\b\nup      start\ndown    stop") == "\b\nup      start\ndown    stop"
+
+
+def test_help_at_80_columns_wraps_a_paragraph_as_one() -> None:
+    result = CliRunner().invoke(app, ["index-docs", "--help"], terminal_width=80)
+
+    text = " ".join(_plain(result.output).split())
+    assert "an invalid one (e.g. an unknown audience) stops the run with the store " \
+        "unchanged. Unchanged sources are not embedded again." in text
+    # With the docstring's own breaks kept, its 88-column line broke in two at 80 columns
+    # and left this word alone on a line.
+    assert "audience)" not in [line.strip() for line in _plain(result.output).splitlines()]

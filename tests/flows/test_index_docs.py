@@ -351,7 +351,8 @@ def test_flow_run_and_summary_artifact_are_on_the_server(
 
     from ragplate.flows.index_docs import index_rag_docs
 
-    state = index_rag_docs(profile="developer", path=str(corpus), prefix=PREFIX,
+    # A run that writes (the progress artifact is published only while there is some).
+    state = index_rag_docs(profile="developer", path=str(corpus), prefix=PREFIX, full=True,
                            return_state=True)
     rows = state.result()
     flow_run_id = state.state_details.flow_run_id
@@ -370,7 +371,7 @@ def test_flow_run_and_summary_artifact_are_on_the_server(
     assert flow.name == "index-rag-docs"
     assert flow_run.name and flow_run.state is not None and flow_run.state.is_completed()
     assert flow_run.parameters == {"profile": "developer", "path": str(corpus),
-                                   "prefix": PREFIX, "full": False, "allow_empty": False}
+                                   "prefix": PREFIX, "full": True, "allow_empty": False}
     by_key = {a.key: a for a in artifacts}
     assert set(by_key) == {"index-rag-docs-summary", "index-rag-docs-report",
                            "index-rag-docs-progress"}
@@ -380,7 +381,7 @@ def test_flow_run_and_summary_artifact_are_on_the_server(
     assert data == rows
     assert "local:intfloat/multilingual-e5-small" in (summary.description or "")
     assert by_key["index-rag-docs-progress"].data == 100.0
-    assert "incremental" in str(by_key["index-rag-docs-report"].data)
+    assert "full rebuild" in str(by_key["index-rag-docs-report"].data)
 
 
 def test_a_run_while_another_holds_the_index_lock_changes_nothing(

@@ -95,3 +95,19 @@ def test_a_failed_flow_run_writes_nothing_under_the_users_home(
         import shutil
 
         shutil.rmtree(user_home, ignore_errors=True)
+
+
+@pytest.mark.integration
+def test_command_line_flow_runs_send_no_heartbeat_unless_the_operator_sets_one(
+    prefect_api_url: str,
+) -> None:
+    from prefect import settings as ps
+
+    from ragplate.infra.prefect_server import run_settings
+
+    assert ps.PREFECT_FLOWS_HEARTBEAT_FREQUENCY.value() is None  # inside prefect_api
+    chosen: dict[str, str] = {}
+    assert run_settings(prefect_api_url, chosen, {})[ps.PREFECT_FLOWS_HEARTBEAT_FREQUENCY] is None
+    for variable in ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY"):
+        updates = run_settings(prefect_api_url, chosen, {variable: "60"})
+        assert ps.PREFECT_FLOWS_HEARTBEAT_FREQUENCY not in updates  # Prefect reads it

@@ -32,8 +32,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import snowballstemmer
-
 from ragplate.catalog.schema import DOCS_SEARCH_TEXT_CHARS
 from ragplate.catalog.text_search import SIMPLE, language
 
@@ -117,6 +115,10 @@ def fold(text: str) -> str:
 
 @lru_cache(maxsize=32)
 def _stemmer(name: str) -> Any:
+    # Imported on first use: the package loads every language's stemmer (a tenth of a
+    # second), which a command that never ranks by keyword in Python should not pay.
+    import snowballstemmer
+
     return snowballstemmer.stemmer(name)
 
 
