@@ -113,7 +113,7 @@ def _write_index(runtime: Runtime, plan: index.IndexPlan, store: DocumentStore,
     # first batch written, which may take a minute.
     if chunks:
         progress.report(f"{index_name} index", 0, len(chunks))
-    batches = index.make_batches(plan.changed, chunks, runtime.active_profile().key,
+    batches = index.make_batches(plan.changed, chunks, store.profile.key,
                                  batch_chunks=runtime.settings.index_batch_chunks, salt=salt,
                                  recipe=recipe)
     summary = index.IndexSummary(index_name, sources_read=len(corpus),

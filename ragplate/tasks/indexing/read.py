@@ -213,3 +213,11 @@ def user_corpus(documents: list[Document], policy: AudiencePolicy) -> list[Docum
         else:
             log.debug("%s: not in the user corpus (%s)", document.source, reason)
     return admitted
+
+
+def corpus_for(index_name: str, documents: list[Document],
+               policy: AudiencePolicy) -> list[Document]:
+    """The developer corpus (with defaults) or the user corpus (policy-admitted)."""
+    if index_name == "developer":
+        return developer_corpus(documents)
+    return user_corpus(documents, policy)

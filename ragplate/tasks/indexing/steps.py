@@ -33,9 +33,7 @@ def select_corpus(
     index_name: str, documents: list[Document], policy: AudiencePolicy
 ) -> list[Document]:
     """The developer corpus (with defaults) or the user corpus (policy-admitted)."""
-    if index_name == "developer":
-        return read.developer_corpus(documents)
-    return read.user_corpus(documents, policy)
+    return read.corpus_for(index_name, documents, policy)
 
 
 @task(name="check-emptied-roots", cache_policy=NO_CACHE)

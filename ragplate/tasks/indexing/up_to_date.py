@@ -60,8 +60,7 @@ def _rows(runtime: Runtime, profile: str, path: str | None,
         has_search_index = getattr(store, "has_search_index", None)
         if has_search_index is not None and not has_search_index():
             return None  # a first load was interrupted before its search index was built
-        corpus = (read.developer_corpus(documents) if name == "developer"
-                  else read.user_corpus(documents, runtime.policy))
+        corpus = read.corpus_for(name, documents, runtime.policy)
         plan = index.plan_index(name, corpus, store.sources(), model.key, full=False,
                                 prefixes=list(roots), other_prefixes=others, salt=salt,
                                 recipe=recipe)
