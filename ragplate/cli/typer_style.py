@@ -67,9 +67,24 @@ def apply() -> None:
             and hasattr(argument, "display_name_raw"):
         argument.display_name_raw = property(_argument_name)
         argument._usage_display_name = _usage_name
-    try:
-        from typer import rich_utils
-    except ImportError:  # a Typer without Rich help has no such paragraphs
-        return
-    if hasattr(rich_utils, "_fix_linebreaks"):
-        rich_utils._fix_linebreaks = _fix_linebreaks
+    # Typer imports its Rich help (and with it Rich's Markdown renderer and Pygments) only
+    # when it draws help; the paragraph hook is installed then, not at every start-up.
+    for name in ("TyperCommand", "TyperGroup"):
+        command = getattr(core, name, None)
+        if command is not None and hasattr(command, "format_help") \
+                and not getattr(command, "_ragplate_styled", False):
+            command.format_help = _with_joined_paragraphs(command.format_help)
+            command._ragplate_styled = True
+
+
+def _with_joined_paragraphs(original: Any) -> Any:
+    def format_help(self: Any, ctx: Any, formatter: Any) -> Any:
+        try:
+            from typer import rich_utils
+        except ImportError:  # a Typer without Rich help has no such paragraphs
+            return original(self, ctx, formatter)
+        if hasattr(rich_utils, "_fix_linebreaks"):
+            rich_utils._fix_linebreaks = _fix_linebreaks
+        return original(self, ctx, formatter)
+
+    return format_help
