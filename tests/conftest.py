@@ -25,6 +25,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(PREFECT_HOME, ignore_errors=True)
 
 
+# The real model, each distinct text embedded once per test process (see the module).
+from tests.testing import model_memo  # noqa: E402
+
+model_memo.install()
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 LARAPLATE_CORPUS = SHARED / "corpora" / "laraplate"
 LARAPLATE_BENCHMARKS = SHARED / "benchmarks" / "laraplate"
