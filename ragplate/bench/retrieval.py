@@ -57,7 +57,7 @@ class Recipe:
 
     @property
     def name(self) -> str:
-        retrieval = self.strategy if self.strategy == "vector" else f"hybrid-k{self.rrf_k}"
+        retrieval = self.strategy if self.strategy == "vector" else f"{self.strategy}-k{self.rrf_k}"
         return f"{self.splitting.name} w{self.weight:g} {retrieval}"
 
 
@@ -72,16 +72,21 @@ SPLITTINGS: tuple[Splitting, ...] = (
     Splitting("350/50 crumb+label", 350, 50, True, True),
 )
 WEIGHTS: tuple[float, ...] = (1.0, 0.5, 0.25, 0.0)
-RETRIEVALS: tuple[tuple[str, int], ...] = (("vector", 60), ("hybrid", 60), ("hybrid", 20))
-#: What ragplate served before this benchmark chose: the first splitting, weight 1, vector.
+RETRIEVALS: tuple[tuple[str, int], ...] = (("vector", 60), ("hybrid", 60), ("hybrid", 20),
+                                           ("adaptive", 20))
+#: What ragplate served when this benchmark was written, the reference every recipe is held
+#: to: the first splitting, weight 1, vector.
 BASELINE = Recipe(SPLITTINGS[0], 1.0, "vector")
 
 
-def recipes() -> list[Recipe]:
-    """Every recipe measured, today's default first."""
+def recipes(only: Sequence[str] = ()) -> list[Recipe]:
+    """Every recipe measured (or those whose name holds one of ``only``), today's default
+    first."""
     every = [Recipe(s, w, strategy, k) for s in SPLITTINGS for w in WEIGHTS
              for strategy, k in RETRIEVALS]
-    return sorted(every, key=lambda r: r != BASELINE)
+    chosen = [r for r in every
+              if r == BASELINE or not only or any(text in r.name for text in only)]
+    return sorted(chosen, key=lambda r: r != BASELINE)
 
 
 def _index(store: Any, documents: Sequence[Any], splitting: Splitting, weight: float,
@@ -139,8 +144,10 @@ def _datasets(paths: Sequence[Path]) -> dict[str, list[Any]]:
     return found
 
 
-def run(*, corpus: Path, datasets: Sequence[Path], output: Path) -> dict[str, Any]:
-    """Measure every recipe on every dataset; write and print the figures."""
+def run(*, corpus: Path, datasets: Sequence[Path], output: Path,
+        only: Sequence[str] = ()) -> dict[str, Any]:
+    """Measure every recipe (or those whose name holds one of ``only``) on every dataset;
+    write and print the figures."""
     from ragplate.catalog.profiles import get_profile
     from ragplate.catalog.settings import DEFAULT_PROFILE
     from ragplate.infra.database import get_engine
@@ -171,12 +178,15 @@ def run(*, corpus: Path, datasets: Sequence[Path], output: Path) -> dict[str, An
         engine = get_engine(settings)
         documents = developer_corpus(read_sources({"": corpus}))
         chunk_counts: dict[str, int] = {}
+        chosen = recipes(only)
         for splitting in SPLITTINGS:
             for weight in WEIGHTS:
+                if not any(r.splitting == splitting and r.weight == weight for r in chosen):
+                    continue
                 store = PgvectorStore("bench-retrieval", profile, engine)
                 chunk_counts[splitting.name] = _index(store, documents, splitting, weight,
                                                       embed, profile.key)
-                for recipe in (r for r in recipes()
+                for recipe in (r for r in chosen
                                if r.splitting == splitting and r.weight == weight):
                     def answer(case: Any, recipe: Recipe = recipe, store: Any = store) -> list[str]:
                         return [h.source_label for h in retrieve_developer(

@@ -35,7 +35,7 @@ DEFAULT_DOCS_CONTEXT_WEIGHT = 0.5
 SplitterName = Literal["markdown_aware", "sentence", "delimiter"]
 StoreName = Literal["pgvector", "filesystem", "memory"]
 RerankApi = Literal["tei", "cohere"]
-DocsRetrieval = Literal["vector", "hybrid"]
+DocsRetrieval = Literal["vector", "hybrid", "adaptive"]
 
 
 class ServerSettings(BaseModel):
@@ -259,8 +259,11 @@ class Settings(BaseSettings):
     docs_retrieval: DocsRetrieval = Field(
         default="vector",
         description="Documentation retrieval strategy (developer and user indexes): vector "
-        "(default) or hybrid (PostgreSQL full-text BM25 + vector, fused by reciprocal rank "
-        "fusion; the memory and filesystem stores compute BM25 in Python).",
+        "(default), hybrid (PostgreSQL full-text BM25 + vector, fused by reciprocal rank "
+        "fusion; the memory and filesystem stores compute BM25 in Python) or adaptive "
+        "(vector for questions; hybrid with the keyword ranking weighing twice for a query "
+        "of one or two significant words or holding an identifier, where a bare term's "
+        "vector says little).",
     )
     docs_rrf_k: int = Field(
         default=20, ge=1, le=1000,

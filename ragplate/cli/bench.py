@@ -116,20 +116,26 @@ def retrieval(
     output: Annotated[Path, typer.Option(help="Where to write the figures.")] = Path(
         "reports/bench-retrieval.json"
     ),
+    recipe: Annotated[
+        list[str] | None,
+        typer.Option(help="Measure only the recipes whose name holds this text (repeatable; "
+                     "the reference recipe, the former default, is always measured)."),
+    ] = None,
 ) -> None:
     """Score every documentation-retrieval recipe (chunk size and overlap, what is prepended
-    to the embedded text, document-context weight, vector or hybrid and its RRF constant)
-    on every dataset, with the real model; mark the recipes that lose more than one case
-    against today's default anywhere. Uses a scratch RAGPLATE_HOME.
+    to the embedded text, document-context weight, and the retrieval: vector, hybrid or
+    adaptive with its RRF constant) on every dataset, with the real model; mark the recipes
+    that lose more than one case against the former default anywhere. Uses a scratch
+    RAGPLATE_HOME.
 
-    Example: ragplate bench retrieval --corpus ../shared/corpora/laraplate
+    Example: ragplate bench retrieval --corpus ../shared/corpora/laraplate --recipe adaptive
     """
     from ragplate.bench.retrieval import run
 
     datasets = dataset or [DEFAULT_DATASETS / "2026-09-17-developer-core-baseline.json",
                            DEFAULT_DATASETS / "2026-09-18-developer-retrieval.json",
                            PROJECT_ROOT / "datasets" / "documentation-laraplate-dev.json"]
-    run(corpus=corpus, datasets=datasets, output=output)
+    run(corpus=corpus, datasets=datasets, output=output, only=recipe or [])
 
 
 def assistant(

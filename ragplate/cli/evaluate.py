@@ -27,6 +27,7 @@ class Mode(StrEnum):
 class Retrieval(StrEnum):
     vector = "vector"
     hybrid = "hybrid"
+    adaptive = "adaptive"
 
 
 def documentation(
@@ -38,7 +39,7 @@ def documentation(
     mode: Annotated[Mode, typer.Option(help="live: the real index; deterministic: the "
                                        "committed fixture corpus (Level 1, CI).")] = Mode.live,
     retrieval: Annotated[Retrieval | None, typer.Option(
-        help="vector or hybrid (default: RAGPLATE_DOCS_RETRIEVAL).")] = None,
+        help="vector, hybrid or adaptive (default: RAGPLATE_DOCS_RETRIEVAL).")] = None,
     corpus: Annotated[Path | None, typer.Option(
         help="Deterministic mode: the fixture corpus (default datasets/fixtures/documentation)."
     )] = None,

@@ -80,7 +80,7 @@ def tune_floor(
     max_lost: Annotated[int, typer.Option(min=0, help="Answered cases the floor may drop out "
                                           "of the top 5.")] = 0,
     retrieval: Annotated[Retrieval | None, typer.Option(
-        help="vector or hybrid (default: RAGPLATE_DOCS_RETRIEVAL).")] = None,
+        help="vector, hybrid or adaptive (default: RAGPLATE_DOCS_RETRIEVAL).")] = None,
     json_output: JsonOutput = False,
 ) -> None:
     """Measure the similarity floor through the Prefect flow [bold]tune-floor[/bold]: the

@@ -44,7 +44,7 @@ def evaluate_documentation(
     runtime = Runtime(get_settings())
     chosen: DocsRetrieval = strategy or runtime.settings.docs_retrieval
     if chosen not in STRATEGIES:
-        raise InvalidInputError(f"--retrieval {chosen!r}: expected vector or hybrid")
+        raise InvalidInputError(f"--retrieval {chosen!r}: expected one of {', '.join(STRATEGIES)}")
     path = steps.check_output(output, force)
     if (cases_output is not None
             and steps.check_output(cases_output, force).resolve() == path.resolve()):

@@ -31,7 +31,7 @@ def tune_floor(
     runtime = Runtime(get_settings())
     chosen: DocsRetrieval = strategy or runtime.settings.docs_retrieval
     if chosen not in STRATEGIES:
-        raise InvalidInputError(f"--retrieval {chosen!r}: expected vector or hybrid")
+        raise InvalidInputError(f"--retrieval {chosen!r}: expected one of {', '.join(STRATEGIES)}")
     loaded = evaluation.load_documentation_dataset(dataset, index)
     evaluation.validate_dataset(loaded)
     setup = evaluation.prepare_retrieval(runtime, index, "live", chosen, None)

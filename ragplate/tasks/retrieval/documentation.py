@@ -46,6 +46,7 @@ from ragplate.infra.stores.base import (
     matches,
 )
 from ragplate.tasks.retrieval.fusion import RRF_K, reciprocal_rank_fusion
+from ragplate.tasks.retrieval.query_class import classify
 
 if TYPE_CHECKING:
     from ragplate.infra.runtime import Runtime
@@ -60,7 +61,12 @@ HYBRID_DEPTH = 50
 MAX_DEPTH = 4096
 #: How many of its source's chunks are searched for a keyword-only label's similarity.
 LABEL_DEPTH = 64
-STRATEGIES: tuple[DocsRetrieval, ...] = ("vector", "hybrid")
+STRATEGIES: tuple[DocsRetrieval, ...] = ("vector", "hybrid", "adaptive")
+#: Query classes that ``adaptive`` retrieval answers with the keyword ranking as well: a
+#: bare term or identifier embeds into a vector that says little about where it is used.
+KEYWORD_CLASSES = ("identifier", "short_keyword")
+#: The keyword ranking's weight in an adaptive fusion (the vector ranking's is 1).
+ADAPTIVE_KEYWORD_WEIGHT = 2.0
 
 
 @dataclass(frozen=True)
@@ -126,11 +132,13 @@ def distinct_sources(hits: list[StoreHit], label_key: str | None, top_k: int) ->
 
 
 def fuse_by_label(
-    rankings: list[list[StoreHit]], label_key: str | None, *, k: int = RRF_K
+    rankings: list[list[StoreHit]], label_key: str | None, *, k: int = RRF_K,
+    weights: list[float] | None = None,
 ) -> list[StoreHit]:
     """Reciprocal rank fusion of chunk rankings at the level of labels: each ranking counts
-    a label once, at its best chunk; the fused list holds one chunk per label (the first
-    ranking's chunk when it has one), scored with the fused score."""
+    a label once, at its best chunk, ``weight / (k + rank)`` (every weight 1 by default);
+    the fused list holds one chunk per label (the first ranking's chunk when it has one),
+    scored with the fused score."""
     best: dict[str, StoreHit] = {}
     orders: list[list[str]] = []
     for ranking in rankings:
@@ -142,7 +150,19 @@ def fuse_by_label(
                 best.setdefault(label, hit)
         orders.append(order)
     return [replace(best[label], score=score)
-            for label, score in reciprocal_rank_fusion(orders, k=k)]
+            for label, score in reciprocal_rank_fusion(orders, k=k, weights=weights)]
+
+
+def resolve_strategy(strategy: DocsRetrieval, query: str,
+                     store: DocumentStore) -> tuple[DocsRetrieval, list[float] | None]:
+    """The ranking ``strategy`` runs for ``query``: ``adaptive`` is ``hybrid`` with the
+    keyword ranking weighing :data:`ADAPTIVE_KEYWORD_WEIGHT` for a query of a
+    :data:`KEYWORD_CLASSES` class on a store with keyword search, else ``vector``."""
+    if strategy != "adaptive":
+        return strategy, None
+    if classify(query) in KEYWORD_CLASSES and isinstance(store, KeywordSearch):
+        return "hybrid", [1.0, ADAPTIVE_KEYWORD_WEIGHT]
+    return "vector", None
 
 
 def keyword_store(store: DocumentStore) -> KeywordSearch:
@@ -177,6 +197,7 @@ def ranked_labels(
     if strategy not in STRATEGIES:
         raise ConfigurationError(f"unknown documentation retrieval {strategy!r} "
                                  f"(accepted: {', '.join(STRATEGIES)})")
+    strategy, weights = resolve_strategy(strategy, query, store)
     searcher = keyword_store(store) if strategy == "hybrid" else None
     vector = embedder.embed_query(query)
     sparse = (searcher.keyword_search(query, top_k=max(HYBRID_DEPTH, top_k), filters=filters,
@@ -184,7 +205,8 @@ def ranked_labels(
     depth = max(top_k * OVERFETCH, HYBRID_DEPTH if searcher is not None else 1)
     while True:
         dense = store.search(vector, top_k=depth, filters=filters)
-        ranking = (fuse_by_label([dense, sparse], label_key, k=rrf_k) if searcher is not None
+        ranking = (fuse_by_label([dense, sparse], label_key, k=rrf_k, weights=weights)
+                   if searcher is not None
                    else distinct_sources(dense, label_key, len(dense)))
         kept = [hit for hit in ranking if keep(hit)][:top_k]
         if len(kept) == top_k or len(dense) < depth or depth >= MAX_DEPTH:

@@ -48,12 +48,14 @@ def rrf_scores(rankings: Sequence[Sequence[str]], *, k: float = RRF_K,
 
 
 def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[str]], *, k: int = RRF_K
+    rankings: Sequence[Sequence[str]], *, k: int = RRF_K,
+    weights: Sequence[float] | None = None,
 ) -> list[tuple[str, float]]:
-    """Fuse ranked lists of ids: ``score(id) = Σ 1 / (k + rank)`` over the lists that hold
-    it (rank from 1). Sorted by score, ties broken by the best rank in any list, then by the
-    order of first appearance, so the result is deterministic."""
-    scores, best = rrf_scores(rankings, k=k)
+    """Fuse ranked lists of ids: ``score(id) = Σ weight / (k + rank)`` over the lists that
+    hold it (rank from 1; every weight 1 without ``weights``). Sorted by score, ties broken
+    by the best rank in any list, then by the order of first appearance, so the result is
+    deterministic."""
+    scores, best = rrf_scores(rankings, k=k, weights=weights)
     order = {item: i for i, item in enumerate(scores)}
     return sorted(scores.items(), key=lambda kv: (-kv[1], best[kv[0]], order[kv[0]]))
 

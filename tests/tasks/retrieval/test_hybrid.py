@@ -22,7 +22,13 @@ from ragplate.infra.stores.memory import MemoryStore
 from ragplate.tasks.evaluation import documentation
 from ragplate.tasks.indexing.read import developer_corpus, read_sources, user_corpus
 from ragplate.tasks.indexing.split import MarkdownAwareSplitter
-from ragplate.tasks.retrieval.documentation import fuse_by_label, retrieve_developer, retrieve_user
+from ragplate.tasks.retrieval.documentation import (
+    ADAPTIVE_KEYWORD_WEIGHT,
+    fuse_by_label,
+    resolve_strategy,
+    retrieve_developer,
+    retrieve_user,
+)
 from tests.testing.corpus import index_documents, write_corpus
 
 PROFILE = documentation.FIXTURE_PROFILE
@@ -74,6 +80,39 @@ def test_fusion_is_by_label() -> None:
     assert fused[1].score == pytest.approx(1 / 61)
 
 
+def test_a_weighted_fusion_lets_the_keyword_ranking_lead() -> None:
+    dense = [hit("a.md", 0.9), hit("b.md", 0.7)]
+    sparse = [hit("b.md", 5.0), hit("a.md", 4.0)]
+    assert [h.source for h in fuse_by_label([dense, sparse], None)] == ["a.md", "b.md"]
+    fused = fuse_by_label([dense, sparse], None, weights=[1.0, 2.0])
+    assert [h.source for h in fused] == ["b.md", "a.md"]
+    assert fused[0].score == pytest.approx(1 / 62 + 2 / 61)
+
+
+class _VectorOnly:
+    """A store without keyword search (the protocol's search methods only)."""
+
+    def search(self, *args: object, **kwargs: object) -> list[StoreHit]:
+        return []
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("IReranker", ("hybrid", [1.0, ADAPTIVE_KEYWORD_WEIGHT])),
+    ("DocumentAudiencePolicy class", ("hybrid", [1.0, ADAPTIVE_KEYWORD_WEIGHT])),
+    ("error INV-1042 on export", ("hybrid", [1.0, ADAPTIVE_KEYWORD_WEIGHT])),
+    ("How do I rebuild the documentation index after editing a page?", ("vector", None)),
+    ("Come ricostruisco l'indice della documentazione?", ("vector", None)),
+])
+def test_adaptive_retrieval_reads_a_bare_term_by_its_keywords_too(
+        tmp_path: Path, query: str, expected: tuple[str, list[float] | None]) -> None:
+    store = _fixture_store(tmp_path)
+    assert resolve_strategy("adaptive", query, store) == expected
+    # Explicit strategies are left as asked; a store without keyword search stays vector.
+    assert resolve_strategy("hybrid", query, store) == ("hybrid", None)
+    assert resolve_strategy("vector", query, store) == ("vector", None)
+    assert resolve_strategy("adaptive", query, _VectorOnly()) == ("vector", None)  # type: ignore[arg-type]
+
+
 def _fixture_store(tmp_path: Path, index: str = "developer") -> MemoryStore:
     setup = documentation.fixture_setup(index, strategy="hybrid")  # type: ignore[arg-type]
     assert isinstance(setup.store, MemoryStore)
@@ -120,6 +159,13 @@ def test_hybrid_retrieval_and_its_refusal(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="does not offer"):
         retrieve_developer("x", store=VectorOnly(), embedder=embedder, top_k=3,  # type: ignore[arg-type]
                            strategy="hybrid")
+    # Adaptive: the identifier is read by its keywords too, with the keyword ranking first;
+    # a store without keyword search answers it by vector instead of refusing.
+    adaptive = retrieve_developer("FIXTURE_BACKUP_DIR", store=store, embedder=embedder,
+                                  top_k=3, strategy="adaptive")
+    assert adaptive[0].source_label == "faq-fixture-ops/BACKUPS.md"
+    assert retrieve_developer("FIXTURE_BACKUP_DIR", store=VectorOnly(),  # type: ignore[arg-type]
+                              embedder=embedder, top_k=3, strategy="adaptive") == []
     with pytest.raises(ConfigurationError, match="unknown documentation retrieval"):
         retrieve_developer("x", store=store, embedder=embedder, top_k=3,
                            strategy="graph")  # type: ignore[arg-type]
