@@ -21,6 +21,13 @@ os.environ["PREFECT_RESULTS_LOCAL_STORAGE_PATH"] = str(PREFECT_HOME / "storage")
 os.environ.pop("PREFECT_LOCAL_STORAGE_PATH", None)
 
 
+# The real Elasticsearch cluster the Elasticsearch suites also run against, when one is
+# named: kept aside, so that no other test runs on it.
+from tests.testing.elasticsearch import take_cluster_env  # noqa: E402
+
+take_cluster_env()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(PREFECT_HOME, ignore_errors=True)
 
@@ -178,3 +185,72 @@ def _drain_prefect_workers() -> None:
 
     APILogWorker.drain_all(timeout=10)
     EventsWorker.drain_all(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def es_contract():  # type: ignore[no-untyped-def]
+    """The published Elasticsearch 8.17 API document (from ../shared)."""
+    from tests.testing.elasticsearch import SPEC, ApiContract
+
+    if not SPEC.is_file():
+        pytest.skip(f"the published Elasticsearch API document is not at {SPEC}")
+    return ApiContract(SPEC)
+
+
+@pytest.fixture(scope="session", params=[
+    pytest.param("emulator", id="noida-emulator"),
+    pytest.param("cluster", id="cluster", marks=pytest.mark.elasticsearch),
+])
+def es_target(request: pytest.FixtureRequest, es_contract):  # type: ignore[no-untyped-def]
+    """Where an Elasticsearch suite runs: the ``noida-db`` emulator on a free loopback
+    port (stopped at the end), or the cluster of ``RAGPLATE_ELASTICSEARCH_URL`` (skipped
+    when none is given). Every request the client sends meanwhile is checked against the
+    published API first (:class:`tests.testing.elasticsearch.RequestLog`)."""
+    from ragplate.infra.elasticsearch.client import forget_clients
+    from tests.testing.elasticsearch import (
+        CLUSTER_ENV,
+        RequestLog,
+        Target,
+        cluster_env,
+        start_emulator,
+    )
+
+    emulator = None
+    if request.param == "emulator":
+        emulator = start_emulator(free_port())
+        target = Target("emulator", emulator.url)
+    else:
+        url = CLUSTER_ENV.get("RAGPLATE_ELASTICSEARCH_URL")
+        if not url:
+            pytest.skip("no real cluster: set RAGPLATE_ELASTICSEARCH_URL to run the "
+                        "Elasticsearch suites against one")
+        target = Target("cluster", url, cluster_env(), prefix=f"rptest{os.getpid()}")
+    log = RequestLog(es_contract)
+    installed = log.install()
+    next(installed)
+    target.log = log
+    try:
+        yield target
+    finally:
+        installed.close()
+        forget_clients()
+        if emulator is not None:
+            emulator.stop()
+
+
+@pytest.fixture(scope="session")
+def es_settings(es_target, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """Settings reaching the Elasticsearch target (and nothing else of the session)."""
+    from ragplate.catalog.settings import Settings
+
+    env = es_target.settings_env()
+    fields = {key.removeprefix("RAGPLATE_").lower(): value for key, value in env.items()}
+    return Settings(home=tmp_path_factory.mktemp("es-home"), **fields)
+
+
+@pytest.fixture(scope="session")
+def es_client(es_settings):  # type: ignore[no-untyped-def]
+    """The client of the Elasticsearch target."""
+    from ragplate.infra.elasticsearch.client import connect
+
+    return connect(es_settings)

@@ -147,6 +147,26 @@ class StoreError(RagplateError):
     exit_code = 3
 
 
+class SearchEngineError(StoreError):
+    """Elasticsearch could not be reached, refused a request or answered with an error;
+    the message is one line naming the index (or the cluster) and the reason."""
+
+
+class IndexMappingError(SearchEngineError):
+    """An Elasticsearch index exists with another mapping than the one ragplate writes
+    (other vector dimensions or similarity, an older mapping version, a field of another
+    type): one line naming the index and the command that recreates it. A configuration
+    problem, so the CLI exits 2."""
+
+    exit_code = 2
+
+
+class EngineVersionError(SearchEngineError):
+    """The cluster runs an Elasticsearch major version the client does not speak."""
+
+    exit_code = 2
+
+
 class SelfHostedServiceError(RagplateError):
     """A self-hosted AI server (embeddings, rerank, transcription) could not be reached or
     answered with an error status.

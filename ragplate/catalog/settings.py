@@ -16,7 +16,15 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragplate.catalog.crud import CRUD_ENTITIES, OPERATIONS
@@ -33,7 +41,7 @@ DEFAULT_HOME = Path("~/.local/share/ragplate")
 DEFAULT_DOCS_CONTEXT_WEIGHT = 0.5
 
 SplitterName = Literal["markdown_aware", "sentence", "delimiter"]
-StoreName = Literal["pgvector", "filesystem", "memory"]
+StoreName = Literal["pgvector", "filesystem", "memory", "elasticsearch"]
 RerankApi = Literal["tei", "cohere"]
 DocsRetrieval = Literal["vector", "hybrid", "adaptive"]
 
@@ -144,8 +152,53 @@ class Settings(BaseSettings):
     )
     vector_store: StoreName = Field(
         default="pgvector",
-        description="Documentation store driver: pgvector (default), filesystem (single "
-        "instance, one file per index under RAGPLATE_HOME/stores) or memory (tests).",
+        description="Documentation store driver: pgvector (the default without "
+        "RAGPLATE_ELASTICSEARCH_URL), elasticsearch (the default with it), filesystem "
+        "(single instance, one file per index under RAGPLATE_HOME/stores) or memory (tests).",
+    )
+    elasticsearch_url: str | None = Field(
+        default=None,
+        description="Elasticsearch 8.x cluster (e.g. https://es.internal:9200). Set: the "
+        "documentation indexes, application search, the switch's per-model indexes and the "
+        "query analytics live in Elasticsearch; unset: in PostgreSQL.",
+    )
+    elasticsearch_api_key: SecretStr | None = Field(
+        default=None,
+        description="Elasticsearch API key (the base64 'id:key' form); or basic auth below.",
+    )
+    elasticsearch_username: str | None = Field(
+        default=None, description="Elasticsearch basic-auth user (with the password below)."
+    )
+    elasticsearch_password: SecretStr | None = Field(
+        default=None, description="Elasticsearch basic-auth password."
+    )
+    elasticsearch_ca_file: Path | None = Field(
+        default=None,
+        description="PEM file of the certificate authority that signed the cluster's HTTPS "
+        "certificate (unset: the system's trust store).",
+    )
+    elasticsearch_index_prefix: str = Field(
+        default="ragplate", pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$",
+        description="The application name every Elasticsearch index and alias starts with "
+        "({app}): lower-case letters, digits, - and _.",
+    )
+    elasticsearch_query_log_index: str | None = Field(
+        default=None, pattern=r"^[a-z0-9][a-z0-9_.-]{0,199}$",
+        description="Name of the query-analytics index; unset: {app}_rag_queries.",
+    )
+    elasticsearch_timeout: float = Field(
+        default=30.0, gt=0, le=600, description="Seconds per Elasticsearch request."
+    )
+    elasticsearch_retries: int = Field(
+        default=5, ge=0, le=20,
+        description="Retries of a request or bulk item refused with 429 (or a 502/503/504), "
+        "with exponential back-off from 0.5 s.",
+    )
+    elasticsearch_shards: int = Field(
+        default=1, ge=1, le=64, description="Primary shards of each index ragplate creates."
+    )
+    elasticsearch_replicas: int = Field(
+        default=1, ge=0, le=8, description="Replicas of each index ragplate creates."
     )
     docs_max_file_bytes: int = Field(
         default=DEFAULT_MAX_SOURCE_BYTES, ge=1024,
@@ -462,6 +515,28 @@ class Settings(BaseSettings):
             if not name or not all(c.isalnum() or c == "_" for c in name):
                 raise ValueError(f"server name {name!r}: use letters, digits and _ only")
         return {name.lower(): server for name, server in value.items()}
+
+    @model_validator(mode="after")
+    def _engine(self) -> Settings:
+        # The URL alone switches every role to Elasticsearch; an explicit store wins.
+        if self.elasticsearch_url and "vector_store" not in self.model_fields_set:
+            self.vector_store = "elasticsearch"
+        elif self.vector_store == "elasticsearch" and not self.elasticsearch_url:
+            raise ValueError("RAGPLATE_VECTOR_STORE=elasticsearch needs "
+                             "RAGPLATE_ELASTICSEARCH_URL")
+        return self
+
+    @property
+    def uses_elasticsearch(self) -> bool:
+        """Whether application search, the switch's per-model indexes and the query
+        analytics live in Elasticsearch (``RAGPLATE_ELASTICSEARCH_URL`` is set)."""
+        return self.elasticsearch_url is not None
+
+    @property
+    def query_log_index(self) -> str:
+        """The Elasticsearch index of the query analytics (``{app}_rag_queries``)."""
+        prefix = self.elasticsearch_index_prefix
+        return self.elasticsearch_query_log_index or f"{prefix}_rag_queries"
 
     def extra_roots(self) -> dict[str, Path]:
         """Roots from ``RAGPLATE_DOCS_PATH``, keyed by their synthetic prefix."""

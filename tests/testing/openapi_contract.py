@@ -4,11 +4,14 @@ It is strict on purpose, where a general validator is lenient:
 
 - an object schema without ``additionalProperties`` is closed, so a field a client sends
   that the server does not declare fails (an object whose fields are declared only by its
-  ``oneOf``/``anyOf``/``allOf`` branches leaves the branches to decide);
+  ``oneOf``/``anyOf``/``allOf`` branches leaves the branches to decide; the branches of an
+  ``allOf`` accept the fields any of them declares; an object schema that declares no
+  field at all, such as ``{"type": "object"}``, is free-form: user data);
 - it knows the keywords ``type``, ``required``, ``properties``, ``additionalProperties``,
   ``items``, ``enum``, ``const``, ``pattern``, ``oneOf``, ``anyOf``, ``allOf``, ``nullable``,
   ``format``, ``discriminator`` (the property it names must be present; ``oneOf`` still
-  decides) and the numeric, length and item bounds, and ignores annotations; any other
+  decides) and the numeric, length, item and property-count bounds, and ignores
+  annotations (``externalDocs`` among them); any other
   keyword anywhere in the schema being checked raises :class:`UnknownKeyword`, so a
   document that starts using one fails until the checker learns it.
 
@@ -29,12 +32,13 @@ KEYWORDS = frozenset({
     "const", "pattern", "oneOf", "anyOf", "allOf", "nullable", "format", "discriminator",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
     "minLength", "maxLength", "minItems", "maxItems", "uniqueItems",
+    "minProperties", "maxProperties",
 })
 # Annotations assert nothing. ``optional`` is not JSON Schema: OpenAI's document puts
 # ``optional: true`` on a few properties, which ``required`` already says.
 ANNOTATIONS = frozenset({
     "title", "description", "default", "example", "examples", "deprecated", "readOnly",
-    "writeOnly", "optional",
+    "writeOnly", "optional", "externalDocs",
 })
 FORMATS = frozenset({"binary", "uri", "int32", "int64", "float", "double"})
 
@@ -49,8 +53,12 @@ class UnknownKeyword(AssertionError):
 class ContractDocument:
     """One published OpenAPI document (JSON or YAML)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, union_one_of: bool = False) -> None:
+        """``union_one_of``: read ``oneOf`` as ``anyOf``, for a document generated from
+        union types whose branches overlap (Elasticsearch's ``FieldValue`` lists
+        ``number`` twice and ``string`` twice, so every string would match two)."""
         self.path = path
+        self.union_one_of = union_one_of
         text = path.read_text(encoding="utf-8")
         if path.suffix in (".yaml", ".yml"):
             loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -132,13 +140,15 @@ class ContractDocument:
         if problems:
             raise AssertionError(f"{self.path.name}: " + "; ".join(problems))
 
-    def errors(self, value: Any, schema: dict[str, Any], at: str = "$") -> list[str]:
-        """Every way ``value`` breaks ``schema`` (empty when it is valid)."""
+    def errors(self, value: Any, schema: dict[str, Any], at: str = "$",
+               siblings: frozenset[str] | None = frozenset()) -> list[str]:
+        """Every way ``value`` breaks ``schema`` (empty when it is valid). ``siblings``:
+        fields other ``allOf`` branches declare (``None``: one of them is free-form)."""
         if value is None and schema.get("nullable") is True:
             return []
         out: list[str] = []
         if "$ref" in schema:
-            out += self.errors(value, self.resolve(schema), at)
+            out += self.errors(value, self.resolve(schema), at, siblings)
         if "type" in schema:
             types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
             if not any(_is_type(value, t, schema.get("format")) for t in types):
@@ -154,12 +164,16 @@ class ContractDocument:
         if isinstance(value, list):
             out += self._array_errors(value, schema, at)
         if isinstance(value, dict) and _describes_object(schema):
-            out += self._object_errors(value, schema, at)
+            out += self._object_errors(value, schema, at, siblings)
         discriminator = schema.get("discriminator", {}).get("propertyName")
         if discriminator and isinstance(value, dict) and discriminator not in value:
             out.append(f"{at}: missing discriminator {discriminator!r}")
-        for sub in schema.get("allOf", []):
-            out += self.errors(value, sub, at)
+        if "allOf" in schema:
+            names = self._declared(schema["allOf"])
+            # A branch nested in another allOf also accepts the outer branches' fields.
+            combined = None if names is None or siblings is None else names | siblings
+            for sub in schema["allOf"]:
+                out += self.errors(value, sub, at, combined)
         for key in ("anyOf", "oneOf"):
             if key not in schema:
                 continue
@@ -168,7 +182,7 @@ class ContractDocument:
             if matches == 0:
                 closest = min(results, key=len)
                 out.append(f"{at}: matches none of {key} (closest: {'; '.join(closest[:3])})")
-            elif key == "oneOf" and matches > 1:
+            elif key == "oneOf" and matches > 1 and not self.union_one_of:
                 out.append(f"{at}: matches {matches} of oneOf, not exactly one")
         return out
 
@@ -187,14 +201,37 @@ class ContractDocument:
                 out += self.errors(item, schema["items"], f"{at}[{i}]")
         return out
 
-    def _object_errors(self, value: dict[str, Any], schema: dict[str, Any], at: str) -> list[str]:
+    def _declared(self, branches: list[dict[str, Any]]) -> frozenset[str] | None:
+        """The fields the ``allOf`` ``branches`` declare; ``None`` when one is open."""
+        names: set[str] = set()
+        for branch in branches:
+            branch = self.resolve(branch)
+            if "allOf" in branch:
+                more = self._declared(branch["allOf"])
+                if more is None:
+                    return None
+                names |= more
+            elif branch.get("additionalProperties", False) is not False or (
+                    branch.get("type") == "object" and "properties" not in branch):
+                return None
+            names |= set(branch.get("properties", {}))
+        return frozenset(names)
+
+    def _object_errors(self, value: dict[str, Any], schema: dict[str, Any], at: str,
+                       siblings: frozenset[str] | None = frozenset()) -> list[str]:
         out = [f"{at}: missing required {name!r}" for name in schema.get("required", [])
                if name not in value]
+        if len(value) < schema.get("minProperties", 0):
+            out.append(f"{at}: fewer than {schema['minProperties']} properties")
+        if "maxProperties" in schema and len(value) > schema["maxProperties"]:
+            out.append(f"{at}: more than {schema['maxProperties']} properties")
         properties = schema.get("properties", {})
         extra = schema.get("additionalProperties", False)  # closed unless it says otherwise
         for name, item in value.items():
             if name in properties:
                 out += self.errors(item, properties[name], f"{at}.{name}")
+            elif siblings is None or name in siblings:
+                continue
             elif extra is False:
                 out.append(f"{at}: field {name!r} is not declared")
             elif isinstance(extra, dict):
@@ -254,11 +291,9 @@ class ContractDocument:
 
 def _describes_object(schema: dict[str, Any]) -> bool:
     # An object schema is closed unless it says otherwise; one whose fields are declared by
-    # its oneOf/anyOf/allOf branches leaves them to decide.
-    if "properties" in schema or "additionalProperties" in schema:
-        return True
-    composed = any(key in schema for key in ("oneOf", "anyOf", "allOf", "$ref"))
-    return schema.get("type") == "object" and not composed
+    # its oneOf/anyOf/allOf branches leaves them to decide, and one that declares no field
+    # at all is free-form.
+    return "properties" in schema or "additionalProperties" in schema
 
 
 def _kind(schema: dict[str, Any]) -> str | None:

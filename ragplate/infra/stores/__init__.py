@@ -43,7 +43,7 @@ __all__ = [
     "similarity_score",
 ]
 
-STORE_NAMES: tuple[str, ...] = ("pgvector", "filesystem", "memory")
+STORE_NAMES: tuple[str, ...] = ("pgvector", "elasticsearch", "filesystem", "memory")
 
 
 def make_store(
@@ -54,8 +54,9 @@ def make_store(
     settings: Settings,
     engine: sa.Engine | None = None,
 ) -> DocumentStore:
-    """The store driver ``name`` (``pgvector``, ``filesystem`` or ``memory``) for one
-    index and embedding profile; raises :class:`ConfigurationError` for other names."""
+    """The store driver ``name`` (``pgvector``, ``elasticsearch``, ``filesystem`` or
+    ``memory``) for one index and embedding profile; raises :class:`ConfigurationError`
+    for other names."""
     if name == "memory":
         return MemoryStore(index, profile)
     if name == "filesystem":
@@ -65,4 +66,9 @@ def make_store(
         from ragplate.infra.database import get_engine
 
         return PgvectorStore(index, profile, engine if engine is not None else get_engine(settings))
+    if name == "elasticsearch":
+        # Imported here: the client is loaded only where Elasticsearch is configured.
+        from ragplate.infra.stores.elasticsearch import ElasticsearchStore
+
+        return ElasticsearchStore.from_settings(index, profile, settings)
     raise ConfigurationError(f"unknown vector store {name!r} (accepted: {', '.join(STORE_NAMES)})")

@@ -1,0 +1,103 @@
+"""An index's life: created with its mapping on first need (and its role's alias when the
+role has none yet), checked against the mapping ragplate writes, deleted; aliases read and
+moved in one ``_aliases`` call."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ragplate.catalog.errors import IndexMappingError
+from ragplate.infra.elasticsearch.client import call, call_or_none
+
+if TYPE_CHECKING:
+    from elasticsearch import Elasticsearch
+
+#: Indexes this process has created or checked (a HEAD per write would double its cost).
+_ready: set[tuple[int, str]] = set()
+_lock = threading.Lock()
+
+
+def index_meta(client: Elasticsearch, name: str) -> dict[str, Any] | None:
+    """``_meta.ragplate`` of an index (``{}`` when it has none), ``None`` when the index
+    does not exist."""
+    found = call_or_none(lambda: client.indices.get_mapping(index=name), name)
+    if found is None:
+        return None
+    for body in found.values():  # keyed by the concrete index (also when named by alias)
+        return dict((body.get("mappings", {}).get("_meta") or {}).get("ragplate") or {})
+    return None
+
+
+def check_meta(name: str, found: dict[str, Any], wanted: dict[str, Any], recreate: str) -> None:
+    """Refuse an index whose ``_meta.ragplate`` differs from the mapping ragplate writes
+    (another mapping version, model, dimension count or similarity)."""
+    for key, value in wanted.items():
+        if found.get(key) != value:
+            raise IndexMappingError(
+                f"Elasticsearch index {name} has {key} {found.get(key)!r}, ragplate writes "
+                f"{value!r}; recreate it with `{recreate}`")
+
+
+def ensure_index(client: Elasticsearch, name: str, *, settings: dict[str, Any],
+                 mappings: dict[str, Any], recreate: str, alias: str | None = None) -> None:
+    """Create ``name`` with its settings and mapping unless it exists with the same
+    ``_meta.ragplate``; an index of another mapping raises :class:`IndexMappingError`.
+    ``alias``: given to the index when no index holds it yet (the first model of a role
+    serves; later ones only through the switch's activation)."""
+    key = (id(client), name)
+    if key in _ready:
+        return
+    wanted = mappings["_meta"]["ragplate"]
+    found = index_meta(client, name)
+    if found is None:
+        try:
+            call(lambda: client.indices.create(index=name, settings=settings,
+                                               mappings=mappings), name, recreate=recreate)
+        except IndexMappingError as exc:  # created meanwhile by another process
+            if "already_exists" not in str(exc):
+                raise
+        found = index_meta(client, name) or {}
+    check_meta(name, found, wanted, recreate)
+    if alias is not None and not alias_targets(client, alias):
+        call(lambda: client.indices.update_aliases(
+            actions=[{"add": {"index": name, "alias": alias}}]), alias)
+    with _lock:
+        _ready.add(key)
+
+
+def forget(client: Elasticsearch, name: str) -> None:
+    """Forget that ``name`` was checked (it was deleted)."""
+    with _lock:
+        _ready.discard((id(client), name))
+
+
+def delete_index(client: Elasticsearch, name: str) -> bool:
+    """Delete ``name`` (its aliases go with it); whether it existed."""
+    forget(client, name)
+    return call_or_none(lambda: client.indices.delete(index=name), name) is not None
+
+
+def alias_targets(client: Elasticsearch, alias: str) -> list[str]:
+    """The indexes ``alias`` points to (none when it does not exist)."""
+    found = call_or_none(lambda: client.indices.get_alias(name=alias), alias)
+    return sorted(found or ())
+
+
+def point_alias(client: Elasticsearch, alias: str, index: str) -> list[str]:
+    """Make ``alias`` name ``index`` only, in one ``_aliases`` call (removals and the
+    addition are atomic: a reader of the alias never finds it missing or doubled);
+    returns the indexes it left."""
+    previous = [name for name in alias_targets(client, alias) if name != index]
+    actions: list[dict[str, Any]] = [{"remove": {"index": name, "alias": alias}}
+                                     for name in previous]
+    actions.append({"add": {"index": index, "alias": alias}})
+    call(lambda: client.indices.update_aliases(actions=actions), alias)
+    return previous
+
+
+def indexes_of(client: Elasticsearch, pattern: str) -> list[str]:
+    """Existing indexes whose names match ``pattern`` (a ``*`` wildcard)."""
+    found = call(lambda: client.indices.get(index=pattern, allow_no_indices=True,
+                                            ignore_unavailable=True), pattern)
+    return sorted(found)

@@ -1,0 +1,88 @@
+"""The Elasticsearch documentation store: the shared contracts (vector search, keyword
+search, the user index's filters) on the noida-db emulator, and on a real cluster when
+``RAGPLATE_ELASTICSEARCH_URL`` names one; plus what only this driver has (its index and
+alias, a mapping of other dimensions named in one line, 429s retried)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from ragplate.catalog.errors import IndexMappingError
+from ragplate.catalog.profiles import EmbeddingProfile
+from ragplate.catalog.settings import Settings
+from ragplate.infra.elasticsearch import indexes
+from ragplate.infra.stores import make_store
+from ragplate.infra.stores.base import DocumentStore
+from ragplate.infra.stores.elasticsearch import ElasticsearchStore, score_to_similarity
+from tests.testing.document_store_contract import (
+    TINY,
+    DocumentStoreContract,
+    Q,
+    StoreFactory,
+    basic_items,
+    load,
+)
+from tests.testing.keyword_search_contract import KeywordSearchContract
+
+
+class TestElasticsearchStore(DocumentStoreContract, KeywordSearchContract):
+    """The contracts on the Elasticsearch driver (test ids name the target: the noida-db
+    emulator, or a real cluster)."""
+
+    @pytest.fixture
+    def store_factory(self, es_settings: Settings) -> Iterator[StoreFactory]:
+        token = uuid.uuid4().hex[:8]
+        made: list[DocumentStore] = []
+
+        def make(index: str, profile: EmbeddingProfile) -> DocumentStore:
+            store = ElasticsearchStore.from_settings(f"{index}-{token}", profile, es_settings)
+            made.append(store)
+            return store
+
+        yield make
+        for store in made:
+            store.reset()
+
+    def test_the_first_index_of_a_role_gets_its_alias(self, store: ElasticsearchStore) -> None:
+        load(store, basic_items())
+        assert indexes.alias_targets(store.client, store.alias) == [store.name]
+        assert store.name.startswith(store.alias + "_")
+
+    def test_an_index_of_other_dimensions_is_named_with_the_command(
+        self, store: ElasticsearchStore
+    ) -> None:
+        load(store, basic_items())
+        wider = EmbeddingProfile(key=TINY.key, dimensions=8, local_variant="original")
+        other = ElasticsearchStore(store.index, wider, store.client, prefix="rptest")
+        other.name = store.name  # the same index, as a profile whose dimensions changed
+        indexes.forget(store.client, store.name)
+        with pytest.raises(IndexMappingError) as error:
+            other.ensure_index()
+        message = str(error.value)
+        assert store.name in message and "dimensions" in message and "\n" not in message
+        assert "ragplate index create --profile" in message and "--force" in message
+
+
+def test_make_store_chooses_elasticsearch_from_the_url(es_settings: Settings) -> None:
+    store = make_store(es_settings.vector_store, index="developer", profile=TINY,
+                       settings=es_settings)
+    assert isinstance(store, ElasticsearchStore) and es_settings.vector_store == "elasticsearch"
+
+
+@pytest.mark.parametrize(("similarity", "score", "expected"), [
+    ("cosine", 1.0, 1.0), ("cosine", 0.25, -0.5),
+    ("l2", 1 / (1 + 9), -3.0), ("inner_product", 4.0, 3.0), ("inner_product", 0.25, -3.0),
+])
+def test_knn_scores_convert_back_to_similarities(similarity: str, score: float,
+                                                 expected: float) -> None:
+    assert score_to_similarity(similarity, score) == pytest.approx(expected)
+
+
+def test_zero_vector_query_on_an_empty_index(es_settings: Settings) -> None:
+    store = ElasticsearchStore.from_settings(f"empty-{uuid.uuid4().hex[:6]}", TINY, es_settings)
+    assert store.search(np.asarray(Q), top_k=3) == [] and store.count() == 0
+    assert store.sources() == {} and store.delete_sources(["x"]) == 0
