@@ -34,7 +34,7 @@ def prune_command(json_output: Annotated[bool, JSON] = False) -> None:
 
     runtime = _runtime()
     days = runtime.settings.query_logging_retention_days
-    deleted = prune(runtime.engine, retention_days=days)
+    deleted = prune(runtime.query_log, retention_days=days)
     if json_output:
         print_json({"deleted": deleted})
         return
@@ -69,7 +69,7 @@ def erase_command(
     else:
         with runtime.engine.connect() as conn:
             user_id = people.person_by_name(conn, user).id
-    deleted = erase(runtime.engine, runtime.settings, user_id=user_id)
+    deleted = erase(runtime.query_log, runtime.settings, user_id=user_id)
     if json_output:
         print_json({"deleted": deleted})
         return
@@ -84,18 +84,17 @@ def create_store_command(
     json_output: Annotated[bool, typer.Option("--json", help='Print {"created": bool}.')
                            ] = False,
 ) -> None:
-    """Create the query analytics store (the rag_queries table; the database migrations
-    create it too). --force recreates it and loses its records, after a prompt.
+    """Create the query analytics store (the rag_queries table, which the database
+    migrations create too; with RAGPLATE_ELASTICSEARCH_URL the {app}_rag_queries index,
+    mapping dynamic: strict). --force recreates it and loses its records, after a prompt.
 
     Example: ragplate analytics create-store --force --yes
     """
-    from ragplate.infra.analytics import create_store
-
     if force and not yes and not typer.confirm(
             "Recreate the query analytics store? Every logged question is lost.", err=True):
         typer.echo("Nothing changed.", err=True)
         raise typer.Exit(1)
-    created = create_store(_runtime().engine, force=force)
+    created = _runtime().query_log.create(force=force)
     if json_output:
         print_json({"created": created})
         return

@@ -27,7 +27,7 @@ from ragplate.tasks.writes.audit import parse_since
 @io_task("read-query-records")
 def read_records(runtime: Runtime, since: datetime, now: datetime) -> list[dict[str, Any]]:
     """The records of the window (:func:`ragplate.tasks.analytics.report.read_window`)."""
-    return gap.read_window(runtime.engine, since, now)
+    return gap.read_window(runtime.query_log, since, now)
 
 
 @io_task("group-unanswered-questions")

@@ -1,4 +1,6 @@
-"""The PostgreSQL store of documentation query analytics (table ``rag_queries``).
+"""The store of documentation query analytics: the :class:`QueryLog` protocol, chosen by
+:func:`make_query_log`, and its PostgreSQL implementation (table ``rag_queries``); the
+Elasticsearch one is :mod:`ragplate.infra.es_analytics`.
 
 Every function first asks whether the store exists: one an operator dropped makes the
 deletions no-ops (``0``) and the recorder's writes errors it logs, never a crash of the
@@ -9,13 +11,84 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ragplate.catalog.analytics import check_fields
 from ragplate.catalog.schema import rag_queries
+
+if TYPE_CHECKING:
+    from ragplate.catalog.settings import Settings
+
+
+@runtime_checkable
+class QueryLog(Protocol):
+    """Where query records are kept: written by the recorder, deleted by retention and
+    erasure, read by the corpus-gap report only. A record holds exactly
+    :data:`~ragplate.catalog.analytics.FIELDS`; any other field is refused."""
+
+    name: str
+
+    def create(self, *, force: bool) -> bool:
+        """Create the store; with ``force`` drop it first (its records are lost). Whether
+        it was created (``False``: it existed and ``force`` was not given)."""
+
+    def insert(self, record: Mapping[str, Any]) -> None:
+        """Write one record (a field outside the field set is refused, nothing written)."""
+
+    def delete_before(self, cutoff: datetime) -> int:
+        """Delete the records logged before ``cutoff``; how many (0 without a store)."""
+
+    def delete_refs(self, refs: Sequence[str]) -> int:
+        """Delete the records of any of ``refs``; how many (0 without a store)."""
+
+    def read(self, *, since: datetime | None) -> list[dict[str, Any]]:
+        """The records logged from ``since`` on, oldest first (``[]`` without a store)."""
+
+
+class PostgresQueryLog:
+    """:class:`QueryLog` on the PostgreSQL table ``rag_queries``."""
+
+    name = "rag_queries"
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def create(self, *, force: bool) -> bool:
+        """See :class:`QueryLog`."""
+        return create_store(self.engine, force=force)
+
+    def insert(self, record: Mapping[str, Any]) -> None:
+        """See :class:`QueryLog`."""
+        insert_record(self.engine, record)
+
+    def delete_before(self, cutoff: datetime) -> int:
+        """See :class:`QueryLog`."""
+        return delete_before(self.engine, cutoff)
+
+    def delete_refs(self, refs: Sequence[str]) -> int:
+        """See :class:`QueryLog`."""
+        return delete_refs(self.engine, refs)
+
+    def read(self, *, since: datetime | None) -> list[dict[str, Any]]:
+        """See :class:`QueryLog`."""
+        return read_records(self.engine, since=since)
+
+
+def make_query_log(settings: Settings, engine: Engine | None) -> QueryLog:
+    """The configured store: the ``{app}_rag_queries`` Elasticsearch index when
+    ``RAGPLATE_ELASTICSEARCH_URL`` is set, else the PostgreSQL table of ``engine``."""
+    if settings.uses_elasticsearch:
+        from ragplate.infra.es_analytics import ElasticsearchQueryLog
+
+        return ElasticsearchQueryLog.from_settings(settings)
+    if engine is None:
+        from ragplate.infra.database import get_engine
+
+        engine = get_engine(settings)
+    return PostgresQueryLog(engine)
 
 
 def store_exists(conn: Connection) -> bool:

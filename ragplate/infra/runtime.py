@@ -57,7 +57,13 @@ class Runtime:
     @cached_property
     def query_writer(self) -> QueryWriter:
         """This process's writer of query records into the analytics store."""
-        return QueryWriter(lambda record: analytics.insert_record(self.engine, record))
+        return QueryWriter(lambda record: self.query_log.insert(record))
+
+    @cached_property
+    def query_log(self) -> analytics.QueryLog:
+        """The query analytics store (PostgreSQL, or Elasticsearch when configured)."""
+        engine = None if self.settings.uses_elasticsearch else self.engine
+        return analytics.make_query_log(self.settings, engine)
 
     @property
     def policy(self) -> AudiencePolicy:

@@ -27,13 +27,12 @@ import numpy as np
 from ragplate.catalog.documents import breadcrumb_text
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.settings import Settings
-from ragplate.infra import analytics
+from ragplate.infra.analytics import QueryLog
 from ragplate.tasks.analytics import topics as grouping
 from ragplate.tasks.evaluation.metrics import percentile, ratio
 from ragplate.tasks.evaluation.reports import write_atomic
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
 
     from ragplate.infra.runtime import Runtime
     from ragplate.infra.stores.base import DocumentStore
@@ -244,10 +243,10 @@ def artifact_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 # -- I/O ------------------------------------------------------------------------------------
 
-def read_window(engine: Engine, since: datetime, now: datetime) -> list[dict[str, Any]]:
+def read_window(store: QueryLog, since: datetime, now: datetime) -> list[dict[str, Any]]:
     """The records logged from ``since`` to ``now``, oldest first (``[]`` without a
     store)."""
-    return [r for r in analytics.read_records(engine, since=since) if r["logged_at"] <= now]
+    return [r for r in store.read(since=since) if r["logged_at"] <= now]
 
 
 def runtime_topics(runtime: Runtime, records: Sequence[Record],
@@ -275,7 +274,7 @@ def make_report(runtime: Runtime, *, since: datetime, now: datetime | None = Non
                 ) -> dict[str, Any]:
     """Read the window, group its unanswered questions and build the report."""
     end = now or datetime.now(UTC)
-    records = read_window(runtime.engine, since, end)
+    records = read_window(runtime.query_log, since, end)
     topics, left_out = runtime_topics(runtime, records)
     return build_report(records, since=since, now=end, topics=topics, left_out=left_out,
                         settings=runtime.settings)

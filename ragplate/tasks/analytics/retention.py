@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy.engine import Engine
-
 from ragplate.catalog.analytics import user_ref
 from ragplate.catalog.settings import Settings
-from ragplate.infra import analytics
+from ragplate.infra.analytics import QueryLog
 
 
-def prune(engine: Engine, *, retention_days: int, now: datetime | None = None) -> int:
+def prune(store: QueryLog, *, retention_days: int, now: datetime | None = None) -> int:
     """Delete the records older than ``retention_days``; how many."""
     cutoff = (now or datetime.now(UTC)) - timedelta(days=retention_days)
-    return analytics.delete_before(engine, cutoff)
+    return store.delete_before(cutoff)
 
 
 def refs(user_id: int, settings: Settings) -> list[str]:
@@ -25,6 +23,6 @@ def refs(user_id: int, settings: Settings) -> list[str]:
     return list(dict.fromkeys(user_ref(user_id, k.get_secret_value()) for k in keys))
 
 
-def erase(engine: Engine, settings: Settings, *, user_id: int) -> int:
+def erase(store: QueryLog, settings: Settings, *, user_id: int) -> int:
     """Delete every record of ``user_id`` (any key it was written under); how many."""
-    return analytics.delete_refs(engine, refs(user_id, settings))
+    return store.delete_refs(refs(user_id, settings))

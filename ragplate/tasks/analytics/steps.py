@@ -11,5 +11,5 @@ from ragplate.tasks.retries import io_task
 @io_task("prune-query-records")
 def prune_records(runtime: Runtime) -> int:
     """Delete the records older than the retention window; how many."""
-    return retention.prune(runtime.engine,
+    return retention.prune(runtime.query_log,
                            retention_days=runtime.settings.query_logging_retention_days)

@@ -22,6 +22,7 @@ from ragplate.catalog.people import (
 )
 from ragplate.catalog.settings import Settings
 from ragplate.infra import people
+from ragplate.infra.analytics import make_query_log
 from ragplate.infra.people import PersonRow
 from ragplate.tasks.analytics.retention import erase
 
@@ -76,7 +77,7 @@ def delete(engine: Engine, *, name: str, settings: Settings | None = None) -> Pe
         person = people.person_by_name(conn, name)
         people.delete_person(conn, person)
     if settings is not None:
-        erase(engine, settings, user_id=person.id)
+        erase(make_query_log(settings, engine), settings, user_id=person.id)
     return person
 
 

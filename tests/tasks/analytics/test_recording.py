@@ -169,8 +169,9 @@ def test_erase_finds_records_written_under_a_rotated_key(
     current_only = settings.model_copy(update={"app_key": SecretStr(KEY)})
     assert retention.refs(user_id, rotated) == [user_ref(user_id, KEY),
                                                 user_ref(user_id, OLD_KEY)]
-    assert retention.erase(engine, current_only, user_id=user_id) == 2
-    assert retention.erase(engine, rotated, user_id=user_id) == 1
+    store = analytics.PostgresQueryLog(engine)
+    assert retention.erase(store, current_only, user_id=user_id) == 2
+    assert retention.erase(store, rotated, user_id=user_id) == 1
     assert rows_of(engine, user_id + 1) and not rows_of(engine, user_id, OLD_KEY)
 
 
@@ -178,7 +179,7 @@ def test_prune_keeps_the_records_inside_the_window(engine: sa.Engine) -> None:
     user_id = 20_000_000 + uuid.uuid4().int % 1_000_000
     for days in (1, 29.5, 30.5, 90):
         analytics.insert_record(engine, record_for(user_id, KEY, days_ago=days))
-    retention.prune(engine, retention_days=30)
+    retention.prune(analytics.PostgresQueryLog(engine), retention_days=30)
     kept = sorted(round((datetime.now(UTC) - r["logged_at"]).total_seconds() / 86400)
                   for r in rows_of(engine, user_id))
     assert kept == [1, 30]  # 29.5 rounds to 30; 30.5 and 90 are gone
