@@ -22,6 +22,7 @@ from ragplate.cli import (
     embeddings,
     evaluate,
     guardrails,
+    index,
     search,
     servers,
     services,
@@ -69,7 +70,7 @@ app = typer.Typer(
 # One way of adding commands: every module attaches its own with ``register(app)``.
 for module in (docs, sources, services, embeddings, db, bench, servers, demo, evaluate, tuning,
                search, users, guardrails, help_assistant, audit, analytics,
-               deploy):
+               deploy, index):
     module.register(app)
 
 err_console = Console(stderr=True)

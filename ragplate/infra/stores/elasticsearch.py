@@ -153,10 +153,18 @@ class ElasticsearchStore:
                              mappings=self.mapping(), recreate=self.recreate,
                              alias=self.alias)
 
-    def recreate_index(self) -> None:
-        """Drop the index and create it empty with the current mapping."""
-        indexes.delete_index(self.client, self.name)
+    def create(self, *, force: bool) -> str:
+        """Create the index with the current mapping (``force``: drop it first, losing its
+        documents) and point the role's alias at it; ``created``, ``recreated`` or
+        ``exists`` (an existing index of another mapping raises without ``force``)."""
+        existed = indexes.index_meta(self.client, self.name) is not None
+        if existed and force:
+            indexes.delete_index(self.client, self.name)
         self.ensure_index()
+        indexes.point_alias(self.client, self.alias, self.name)
+        if not existed:
+            return "created"
+        return "recreated" if force else "exists"
 
     def _refresh(self) -> None:
         call(lambda: self.client.indices.refresh(index=self.name), self.name)
