@@ -447,6 +447,12 @@ class Settings(BaseSettings):
         "switch-gate dataset) that still lets a switch activate. Outside 0-1 or not a "
         "number: 0.05.",
     )
+    switch_prune_grace_seconds: float = Field(
+        default=2.0, ge=0, le=600,
+        description="Seconds an activated switch waits before deleting the previous "
+        "model's rows and indexes, so that a search that read the previous serving model "
+        "just before the activation still finds them.",
+    )
     switch_retry_delays: list[float] = Field(
         default_factory=lambda: [10.0, 30.0],
         description="Seconds between the three tries of a switch chunk task, as a JSON "

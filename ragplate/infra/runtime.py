@@ -14,6 +14,7 @@ from ragplate.catalog.settings import Settings
 from ragplate.infra import analytics, settings_store
 from ragplate.infra.analytics_writer import QueryWriter
 from ragplate.infra.database import get_engine
+from ragplate.infra.model_storage import ModelStorage, make_model_storage
 from ragplate.infra.models import Embedder, make_embedder
 from ragplate.infra.stores import make_store
 from ragplate.infra.stores.base import DocumentStore
@@ -64,6 +65,11 @@ class Runtime:
         """The query analytics store (PostgreSQL, or Elasticsearch when configured)."""
         engine = None if self.settings.uses_elasticsearch else self.engine
         return analytics.make_query_log(self.settings, engine)
+
+    @cached_property
+    def model_storage(self) -> ModelStorage:
+        """The switch's per-model storage (PostgreSQL, or Elasticsearch when configured)."""
+        return make_model_storage(self.settings)
 
     @property
     def policy(self) -> AudiencePolicy:

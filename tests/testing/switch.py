@@ -148,6 +148,7 @@ def private_database(home: Path, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("RAGPLATE_DATABASE_URL", url)
     monkeypatch.setenv("RAGPLATE_TEST_PROFILES", "true")
     monkeypatch.setenv("RAGPLATE_SWITCH_RETRY_DELAYS", "[0.2, 0.2]")
+    monkeypatch.setenv("RAGPLATE_SWITCH_PRUNE_GRACE_SECONDS", "0")
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     get_settings.cache_clear()

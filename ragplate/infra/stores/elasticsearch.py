@@ -153,6 +153,11 @@ class ElasticsearchStore:
                              mappings=self.mapping(), recreate=self.recreate,
                              alias=self.alias)
 
+    def ensure_search_index(self) -> None:
+        """The index a first load would defer elsewhere: here, the index itself (so that
+        a rebuilt but empty index exists for its alias)."""
+        self.ensure_index()
+
     def create(self, *, force: bool) -> str:
         """Create the index with the current mapping (``force``: drop it first, losing its
         documents) and point the role's alias at it; ``created``, ``recreated`` or

@@ -4,25 +4,23 @@ The activation is one transaction under the state lock: the serving-model settin
 the target and the state goes back to idle. It is the first moment the target serves
 anything, and repeating it is harmless. Afterwards the rows of every other model key (in
 ``model_embeddings``, ``rag_chunks`` and ``rag_sources``) and their HNSW indexes are
-dropped; a failure there is logged with the command that retries it (``ragplate
-embeddings prune``) and does not undo the activation.
+dropped (on Elasticsearch: every role's alias moved to the target's index in one
+``_aliases`` call at the activation, the other models' indexes deleted at the prune); a
+failure there is logged with the command that retries it (``ragplate embeddings prune``)
+and does not undo the activation.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from ragplate.catalog.switch import SwitchRefusedError, SwitchState, now
 from ragplate.infra import settings_store
 from ragplate.infra.locks import state_transaction
-from ragplate.infra.records.vectors import (
-    delete_model_rows_except,
-    drop_model_indexes_except,
-)
 from ragplate.infra.runtime import Runtime
-from ragplate.infra.stores.pgvector import prune_other_models
 from ragplate.infra.switch_state import read_state, write_state
 from ragplate.tasks.switch import faults
 
@@ -67,6 +65,14 @@ def activate(runtime: Runtime) -> SwitchState:
         }
         fresh = SwitchState(last=state.last, prune_pending=True)
         write_state(conn, fresh)
+    try:
+        moved = runtime.model_storage.activate(state.target)
+    except Exception as exc:  # the target serves ragplate already; the aliases follow
+        log.warning("the switch is activated, but the index aliases were not moved (%s); "
+                    "run `%s` to move them", exc, PRUNE_COMMAND)
+    else:
+        if moved:
+            log.info("aliases moved to %s: %s", state.target, ", ".join(moved))
     faults.checkpoint("activate")
     return fresh
 
@@ -83,18 +89,21 @@ def prune(runtime: Runtime) -> PruneReport:
                                      "switch is stored (finish it with --resume or --abandon)")
         serving = settings_store.active_profile_key(engine)
         report = PruneReport(serving)
-        report.vector_rows = delete_model_rows_except(conn, [serving])
-        report.indexes += drop_model_indexes_except(conn, [serving])
-        report.chunk_rows, report.source_rows, dropped = prune_other_models(conn, serving)
-        report.indexes += dropped
+        pruned = runtime.model_storage.prune(conn, serving)
+        report.vector_rows, report.chunk_rows = pruned.vector_rows, pruned.chunk_rows
+        report.source_rows = pruned.source_rows
+        report.indexes += pruned.indexes or []
         state.prune_pending = False
         write_state(conn, state)
     return report
 
 
 def prune_after_activation(runtime: Runtime) -> PruneReport | None:
-    """The prune that follows an activation: a failure is logged with the command that
-    retries it, and ``None`` is returned (the activation stands)."""
+    """The prune that follows an activation, after ``RAGPLATE_SWITCH_PRUNE_GRACE_SECONDS``
+    (a search that read the previous serving model just before the activation still
+    finds its index); a failure is logged with the command that retries it, and ``None``
+    is returned (the activation stands)."""
+    time.sleep(runtime.settings.switch_prune_grace_seconds)
     try:
         report = prune(runtime)
     except Exception as exc:

@@ -23,11 +23,7 @@ from ragplate.catalog.profiles import EmbeddingProfile, get_profile
 from ragplate.catalog.switch import ChunkPlan, ChunkSpec, SwitchState
 from ragplate.infra import settings_store
 from ragplate.infra.records.texts import key_ranges, record_texts
-from ragplate.infra.records.vectors import (
-    delete_stale_in_range,
-    drop_model_index,
-    ensure_model_index,
-)
+from ragplate.infra.records.vectors import delete_stale_in_range
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.stores.base import build_search_index
 from ragplate.infra.switch_state import read_state
@@ -39,11 +35,15 @@ from ragplate.tasks.switch import faults
 from ragplate.tasks.switch.documentation import configured_sources
 from ragplate.tasks.switch.state import touch_progress, update_state
 
+#: The stores every process shares, whose indexes the switch builds beside the serving ones.
+SHARED_STORES = ("pgvector", "elasticsearch")
+
 
 def doc_indexes(runtime: Runtime) -> tuple[str, ...]:
-    """The documentation indexes the switch rebuilds: both, on the shared pgvector store.
-    A filesystem or memory store is not rebuilt (run ``index-docs --full`` after)."""
-    return INDEXES if runtime.settings.vector_store == "pgvector" else ()
+    """The documentation indexes the switch rebuilds: both, on a shared store (pgvector,
+    Elasticsearch). A filesystem or memory store is not rebuilt (run ``index-docs --full``
+    after)."""
+    return INDEXES if runtime.settings.vector_store in SHARED_STORES else ()
 
 
 def corpus(runtime: Runtime, index: str, documents: Sequence[Document] | None = None
@@ -91,9 +91,7 @@ def prepare(runtime: Runtime, state: SwitchState) -> ChunkPlan:
     serving = settings_store.active_profile_key(runtime.engine)
     beside = target.key != serving
     with runtime.engine.begin() as conn:
-        if beside:
-            drop_model_index(conn, target.key)
-        ensure_model_index(conn, target)
+        runtime.model_storage.prepare(conn, target, beside=beside)
     if beside:
         for index in doc_indexes(runtime):
             runtime.store(index, target).reset()
