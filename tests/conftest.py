@@ -206,14 +206,9 @@ def es_target(request: pytest.FixtureRequest, es_contract):  # type: ignore[no-u
     port (stopped at the end), or the cluster of ``RAGPLATE_ELASTICSEARCH_URL`` (skipped
     when none is given). Every request the client sends meanwhile is checked against the
     published API first (:class:`tests.testing.elasticsearch.RequestLog`)."""
+    from ragplate.bench.es_emulator import start_emulator
     from ragplate.infra.elasticsearch.client import forget_clients
-    from tests.testing.elasticsearch import (
-        CLUSTER_ENV,
-        RequestLog,
-        Target,
-        cluster_env,
-        start_emulator,
-    )
+    from tests.testing.elasticsearch import CLUSTER_ENV, RequestLog, Target, cluster_env
 
     emulator = None
     if request.param == "emulator":

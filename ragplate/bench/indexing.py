@@ -98,11 +98,46 @@ def _quality(runtime: Any, datasets: Path) -> tuple[dict[str, Any], list[float]]
     return results, latencies
 
 
-def run(*, corpus: Path, datasets: Path, output: Path, repeats: int = 5) -> dict[str, Any]:
-    """Run the benchmark in a scratch RAGPLATE_HOME and write the figures to ``output``."""
-    from ragplate.infra import prefect_server
+def _store_pass(work: Path, datasets: Path, repeats: int, edit: int) -> dict[str, Any]:
+    """Cold, unchanged and one-file-edited runs through the flow, then retrieval quality
+    and query latency, on the store the environment selects."""
+    from ragplate.infra.environment import get_settings
     from ragplate.infra.runtime import Runtime
     from ragplate.tasks.evaluation.metrics import percentile
+
+    cold_s, cold = _index(True, work)
+    same_s, same = _index(False, work)
+    edited = sorted(work.rglob("*.md"))[edit]
+    edited.write_text(edited.read_text() + "\n\n## Benchmark note\n\nEdited once.\n")
+    edit_s, edit_rows = _index(False, work)
+    runtime = Runtime(get_settings())
+    quality: dict[str, Any] = {}
+    latencies: list[float] = []
+    for _ in range(repeats):
+        quality, run_latencies = _quality(runtime, datasets)
+        latencies.extend(run_latencies)
+    return {
+        "cold": {"seconds": round(cold_s, 2), "chunks_written": cold["chunks written"],
+                 "chunks_per_second": round(cold["chunks written"] / cold_s, 2)},
+        "unchanged": {"seconds": round(same_s, 2), "chunks_written": same["chunks written"],
+                      "percent_of_cold": round(100 * same_s / cold_s, 2)},
+        "one_file_edited": {"seconds": round(edit_s, 2),
+                            "chunks_written": edit_rows["chunks written"]},
+        "quality": quality,
+        "query_latency_ms": {"p50": round(percentile(latencies, 50), 1),
+                             "p95": round(percentile(latencies, 95), 1),
+                             "samples": len(latencies)},
+    }
+
+
+def run(*, corpus: Path, datasets: Path, output: Path, repeats: int = 5,
+        store: str = "pgvector") -> dict[str, Any]:
+    """Run the benchmark in a scratch RAGPLATE_HOME and write the figures to ``output``.
+    With ``store="elasticsearch"`` the store's figures (cold, unchanged, edited, quality,
+    latency) are measured again on Elasticsearch in the same run, beside pgvector's."""
+    from ragplate.bench.engines import search_engine
+    from ragplate.infra import prefect_server
+    from ragplate.infra.runtime import Runtime
 
     with scratch_home("ragplate-bench-") as (scratch, settings):
         work = scratch / "corpus"
@@ -110,41 +145,31 @@ def run(*, corpus: Path, datasets: Path, output: Path, repeats: int = 5) -> dict
         runtime = Runtime(settings)
         runtime.engine  # noqa: B018 - start PostgreSQL outside the timings
         with prefect_server.prefect_api(settings):
-            cold_s, cold = _index(True, work)
-            same_s, same = _index(False, work)
-            edited = sorted(work.rglob("*.md"))[1]
-            edited.write_text(edited.read_text() + "\n\n## Benchmark note\n\nEdited once.\n")
-            edit_s, edit = _index(False, work)
-            up_to_date = _whole_process(work)
-            flow_run = _whole_process(work, "--always-run")
+            with search_engine("pgvector", scratch):
+                pgvector = _store_pass(work, datasets, repeats, edit=1)
+                up_to_date = _whole_process(work)
+                flow_run = _whole_process(work, "--always-run")
+            engines = {"pgvector": pgvector}
+            if store == "elasticsearch":
+                with search_engine("elasticsearch", scratch) as label:
+                    engines["elasticsearch"] = {"engine": label,
+                                                **_store_pass(work, datasets, repeats, edit=2)}
         chunks, raw_s = _raw_embedding(runtime, work)
-        quality: dict[str, Any] = {}
-        latencies: list[float] = []
-        for _ in range(repeats):
-            quality, run_latencies = _quality(runtime, datasets)
-            latencies.extend(run_latencies)
         figures = {
             "corpus": str(corpus), "chunks": chunks,
             "splitter": {"name": settings.splitter, "max_words": settings.splitter_max_words,
                          "overlap_words": settings.splitter_overlap_words,
                          "prepend_heading_breadcrumb":
                              settings.splitter_prepend_heading_breadcrumb},
-            "cold": {"seconds": round(cold_s, 2), "chunks_written": cold["chunks written"],
-                     "chunks_per_second": round(cold["chunks written"] / cold_s, 2)},
-            "unchanged": {"seconds": round(same_s, 2), "chunks_written": same["chunks written"],
-                          "percent_of_cold": round(100 * same_s / cold_s, 2)},
-            "one_file_edited": {"seconds": round(edit_s, 2),
-                                "chunks_written": edit["chunks written"]},
+            **pgvector,
             "unchanged_whole_process": up_to_date,
             "unchanged_whole_process_flow_run": flow_run,
             "raw_embedding": {"seconds": round(raw_s, 2),
                               "chunks_per_second": round(chunks / raw_s, 2)},
-            "pipeline_to_raw_ratio": round(cold_s / raw_s, 3),
-            "quality": quality,
-            "query_latency_ms": {"p50": round(percentile(latencies, 50), 1),
-                                 "p95": round(percentile(latencies, 95), 1),
-                                 "samples": len(latencies)},
+            "pipeline_to_raw_ratio": round(pgvector["cold"]["seconds"] / raw_s, 3),
         }
+        if len(engines) > 1:
+            figures["stores"] = engines
     write_figures(output, figures)
     _print(figures)
     return figures
@@ -172,4 +197,26 @@ def _print(f: dict[str, Any]) -> None:
         rows.append((f"{name} MRR@5", q["mrr_at_5"]))
     for name, value in rows:
         table.add_row(name, str(value))
+    console.print(table)
+    if "stores" in f:
+        _print_stores(f["stores"])
+
+
+def _print_stores(stores: dict[str, Any]) -> None:
+    """The store figures side by side."""
+    table = Table(title="the same runs per store")
+    table.add_column("figure")
+    for name, figures in stores.items():
+        table.add_column(figures.get("engine", name), justify="right")
+    rows = [("cold index s", ("cold", "seconds")), ("cold chunks/s", ("cold", "chunks_per_second")),
+            ("unchanged re-run s", ("unchanged", "seconds")),
+            ("one file edited s", ("one_file_edited", "seconds")),
+            ("query p50 ms", ("query_latency_ms", "p50")),
+            ("query p95 ms", ("query_latency_ms", "p95"))]
+    for label, (part, key) in rows:
+        table.add_row(label, *(str(f[part][key]) for f in stores.values()))
+    for dataset in next(iter(stores.values()))["quality"]:
+        for metric in ("hit_at_5", "mrr_at_5"):
+            table.add_row(f"{dataset} {metric}",
+                          *(str(f["quality"][dataset][metric]) for f in stores.values()))
     console.print(table)

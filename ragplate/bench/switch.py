@@ -93,8 +93,37 @@ def _killed_and_resumed(runtime: Any, target: str, phase: str, point: int) -> di
     }
 
 
-def run(*, records: int, output: Path, source: str, target: str) -> dict[str, Any]:
-    """Run the benchmark and write the figures to ``output``."""
+def _timed_switch(profile: str) -> dict[str, Any]:
+    """One switch to ``profile`` through the flow: its wall time and phase times."""
+    from ragplate.flows.embeddings_switch import embeddings_switch
+
+    started = time.perf_counter()
+    summary = embeddings_switch(action="start", profile=profile)
+    return {"outcome": summary["outcome"], "switch_seconds":
+            round(time.perf_counter() - started, 2),
+            "phase_seconds": summary.get("phase_seconds")}
+
+
+def _elasticsearch_pass(scratch: Path, profile: str) -> dict[str, Any]:
+    """On Elasticsearch, in the same installation: index the documentation of the serving
+    model, then switch to ``profile``."""
+    from ragplate.bench.engines import search_engine
+    from ragplate.flows.index_docs import index_rag_docs
+
+    with search_engine("elasticsearch", scratch) as label:
+        started = time.perf_counter()
+        index_rag_docs(profile="all")
+        indexed = time.perf_counter() - started
+        return {"engine": label, "index_docs_seconds": round(indexed, 2),
+                "target": profile, **_timed_switch(profile)}
+
+
+def run(*, records: int, output: Path, source: str, target: str, store: str = "pgvector",
+        rework: bool = True) -> dict[str, Any]:
+    """Run the benchmark and write the figures to ``output``. With
+    ``store="elasticsearch"`` a switch back to ``source`` is timed on Elasticsearch in the
+    same run, beside pgvector's; ``rework=False`` leaves out the killed-and-resumed
+    switches."""
     from ragplate.flows.embeddings_switch import embeddings_switch
     from ragplate.infra import prefect_server, settings_store
     from ragplate.infra.runtime import Runtime
@@ -102,7 +131,7 @@ def run(*, records: int, output: Path, source: str, target: str) -> dict[str, An
     from ragplate.tasks.records.demo import demo_paragraphs, demo_records
     from ragplate.tasks.switch.indexes import entity_chunks, rag_chunks
 
-    with scratch_home("ragplate-bench-switch-") as (_, settings):
+    with scratch_home("ragplate-bench-switch-") as (scratch, settings):
         runtime = Runtime(settings)
         with runtime.engine.begin() as conn:
             settings_store.set_active_profile(conn, source)
@@ -124,8 +153,11 @@ def run(*, records: int, output: Path, source: str, target: str) -> dict[str, An
             # recorded (the worst point: that chunk is written again).
             batches = -(-len(record_texts) // settings.index_chunk_size)
             chunks = len(entity_chunks(runtime)) + len(rag_chunks(runtime))
-            rework = [_killed_and_resumed(runtime, source, "indexes", 2 + 3 * (chunks // 2) + 2),
-                      _killed_and_resumed(runtime, target, "embeddings", 1 + batches)]
+            kills = [_killed_and_resumed(runtime, source, "indexes", 2 + 3 * (chunks // 2) + 2),
+                     _killed_and_resumed(runtime, target, "embeddings", 1 + batches)
+                     ] if rework else []
+            elastic = (_elasticsearch_pass(scratch, source) if store == "elasticsearch"
+                       else None)
         words = sum(len(t.split()) for t in record_texts) / max(1, len(record_texts))
         figures = {
             "records": records, "words_per_record": round(words, 1),
@@ -134,8 +166,14 @@ def run(*, records: int, output: Path, source: str, target: str) -> dict[str, An
             "switch_seconds": round(wall, 2), "phase_seconds": summary.get("phase_seconds"),
             "raw_embedding_seconds": round(raw, 2),
             "switch_to_raw_ratio": round(wall / raw, 3), "ratio_goal": 1.2,
-            "rework_after_kill": rework, "rework_goal_chunks": 1,
+            "rework_after_kill": kills, "rework_goal_chunks": 1,
         }
+        if elastic is not None:
+            figures["stores"] = {
+                "pgvector": {"engine": "pgvector", "target": target, "outcome":
+                             summary["outcome"], "switch_seconds": round(wall, 2),
+                             "phase_seconds": summary.get("phase_seconds")},
+                "elasticsearch": elastic}
     write_figures(output, figures)
     _print(figures)
     return figures
@@ -158,4 +196,21 @@ def _print(f: dict[str, Any]) -> None:
                      f"{kill['texts_embedded_after_resume']}"))
     for name, value in rows:
         table.add_row(name, str(value))
+    console.print(table)
+    if "stores" in f:
+        _print_stores(f["stores"])
+
+
+def _print_stores(stores: dict[str, Any]) -> None:
+    """One switch per store, side by side."""
+    table = Table(title="a switch per store (same records and docs, same run)")
+    table.add_column("figure")
+    for figures in stores.values():
+        table.add_column(figures["engine"], justify="right")
+    table.add_row("switched to", *(f["target"] for f in stores.values()))
+    table.add_row("switch wall s", *(str(f["switch_seconds"]) for f in stores.values()))
+    phases = next(iter(stores.values()))["phase_seconds"] or {}
+    for phase in phases:
+        table.add_row(f"  {phase} s", *(str((f["phase_seconds"] or {}).get(phase))
+                                         for f in stores.values()))
     console.print(table)

@@ -23,15 +23,32 @@ def indexing(
     output: Annotated[Path, typer.Option(help="Where to write the figures.")] = Path(
         "reports/bench-indexing.json"
     ),
+    store: Annotated[str, typer.Option(
+        help="pgvector, or elasticsearch: the store's figures measured again on "
+             "Elasticsearch (RAGPLATE_ELASTICSEARCH_URL, else the noida-db emulator), beside "
+             "pgvector's.")] = "pgvector",
 ) -> None:
     """Index a corpus cold, unchanged and with one file edited; measure raw embedding,
     retrieval quality (hit@5, MRR@5) and query latency. Uses a scratch RAGPLATE_HOME.
 
-    Example: ragplate bench indexing --corpus ../shared/corpora/laraplate
+    Examples:
+
+        ragplate bench indexing --corpus ../shared/corpora/laraplate
+
+        ragplate bench indexing --store elasticsearch --output /tmp/bench-es.json
     """
     from ragplate.bench.indexing import run
 
-    run(corpus=corpus, datasets=datasets, output=output)
+    run(corpus=corpus, datasets=datasets, output=output, store=_store(store))
+
+
+def _store(name: str) -> str:
+    from ragplate.bench.engines import STORES
+    from ragplate.catalog.errors import InvalidInputError
+
+    if name not in STORES:
+        raise InvalidInputError(f"--store {name[:40]!r}: use {' or '.join(STORES)}")
+    return name
 
 
 def switch(
@@ -47,15 +64,27 @@ def switch(
     output: Annotated[Path, typer.Option(help="Where to write the figures.")] = Path(
         "reports/bench-switch.json"
     ),
+    store: Annotated[str, typer.Option(
+        help="pgvector, or elasticsearch: a switch timed again on Elasticsearch "
+             "(RAGPLATE_ELASTICSEARCH_URL, else the noida-db emulator), beside pgvector's."
+    )] = "pgvector",
+    rework: Annotated[bool, typer.Option(
+        "--rework/--no-rework", help="Also kill a switch and resume it (two more switches).")
+    ] = True,
 ) -> None:
     """Time a full embedding-model switch against the raw embedding of the same texts,
     and measure the rework a SIGKILL costs once resumed. Uses a scratch RAGPLATE_HOME.
 
-    Example: ragplate bench switch --records 2000
+    Examples:
+
+        ragplate bench switch --records 2000
+
+        ragplate bench switch --store elasticsearch --records 200 --no-rework
     """
     from ragplate.bench.switch import run
 
-    run(records=records, output=output, source=source, target=target)
+    run(records=records, output=output, source=source, target=target, store=_store(store),
+        rework=rework)
 
 
 def fusion(

@@ -17,3 +17,10 @@ def bind_error(host: str, port: int) -> OSError | None:
     except OSError as exc:
         return exc
     return None
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

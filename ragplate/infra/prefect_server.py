@@ -212,11 +212,9 @@ def _free_port_after(port: int) -> int:
     for candidate in range(port + 1, min(port + 1 + FALLBACK_PORTS, 65536)):
         if _port_free(candidate):
             return candidate
-    import socket
+    from ragplate.infra.ports import free_port
 
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return free_port()
 
 
 def _listener_pid(port: int) -> int | None:

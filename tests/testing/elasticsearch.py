@@ -10,12 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,63 +41,6 @@ class Target:
         """``RAGPLATE_*`` variables selecting this target."""
         return {"RAGPLATE_ELASTICSEARCH_URL": self.url,
                 "RAGPLATE_ELASTICSEARCH_INDEX_PREFIX": self.prefix, **self.env}
-
-
-def emulator_binary() -> str:
-    """The ``noida-db`` command of this virtual environment (a dev dependency)."""
-    beside = Path(sys.executable).with_name("noida-db")
-    found = str(beside) if beside.exists() else shutil.which("noida-db")
-    if not found:
-        raise RuntimeError("noida-db is not installed: run `make install` (dev dependency)")
-    return found
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as answer:
-            return bool(answer.status == 200)
-    except OSError:
-        return False
-
-
-@dataclass
-class Emulator:
-    """A running ``noida-db`` serving only its Elasticsearch emulation."""
-
-    process: subprocess.Popen[bytes]
-    url: str
-    data_dir: Path
-
-    def stop(self) -> None:
-        """Stop the process this helper started, and remove its data."""
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
-        shutil.rmtree(self.data_dir, ignore_errors=True)
-
-
-def start_emulator(port: int, timeout: float = 30.0) -> Emulator:
-    """Start the emulator on ``127.0.0.1:port`` with its data in a new temporary
-    directory; wait until ``GET /`` answers."""
-    data_dir = Path(tempfile.mkdtemp(prefix="ragplate-es-emulator-"))
-    log = open(data_dir.parent / f"{data_dir.name}.log", "wb")  # noqa: SIM115
-    process = subprocess.Popen(
-        [emulator_binary(), "start", "--only", "elasticsearch", "--data-dir",
-         str(data_dir / "data"), "--host", "127.0.0.1", "--elasticsearch-port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if _answers(url):
-            return Emulator(process, url, data_dir)
-        if process.poll() is not None:
-            break
-        time.sleep(0.1)
-    process.kill()
-    raise RuntimeError(f"the noida-db emulator did not answer on {url} within {timeout} s")
 
 
 # -- the published API as the authority ----------------------------------------------------
