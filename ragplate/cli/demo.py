@@ -49,6 +49,7 @@ def seed(
             tenant=tenant, batch_size=batch_size,
             embedder_for=lambda profile: runtime.embedder(profile),
             on_progress=lambda done, total: bar.update(task, completed=done, total=total),
+            search_index=runtime.record_index,
         )
     models = [p.key for p in profiles]
     data = {"records": summary.records, "texts": summary.texts, "deleted": deleted,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 
@@ -16,8 +17,12 @@ from ragplate.infra.analytics_writer import QueryWriter
 from ragplate.infra.database import get_engine
 from ragplate.infra.model_storage import ModelStorage, make_model_storage
 from ragplate.infra.models import Embedder, make_embedder
+from ragplate.infra.records.engines import PostgresRecordSearch, RecordSearch
 from ragplate.infra.stores import make_store
 from ragplate.infra.stores.base import DocumentStore
+
+if TYPE_CHECKING:
+    from ragplate.infra.records.es_search import ElasticsearchRecords
 
 
 @dataclass
@@ -65,6 +70,23 @@ class Runtime:
         """The query analytics store (PostgreSQL, or Elasticsearch when configured)."""
         engine = None if self.settings.uses_elasticsearch else self.engine
         return analytics.make_query_log(self.settings, engine)
+
+    @cached_property
+    def record_search(self) -> RecordSearch:
+        """Application search's rankings (PostgreSQL, or Elasticsearch when configured)."""
+        if self.record_index is not None:
+            return self.record_index
+        return PostgresRecordSearch(self.engine)
+
+    @cached_property
+    def record_index(self) -> ElasticsearchRecords | None:
+        """The Elasticsearch application-search indexes that record writes and the switch
+        keep in step (``None`` without ``RAGPLATE_ELASTICSEARCH_URL``)."""
+        if not self.settings.uses_elasticsearch:
+            return None
+        from ragplate.infra.records.es_search import ElasticsearchRecords
+
+        return ElasticsearchRecords.from_settings(self.settings)
 
     @cached_property
     def model_storage(self) -> ModelStorage:

@@ -1,8 +1,9 @@
 """The ``embeddings-switch`` flow on Elasticsearch (the noida-db emulator, or a real cluster
 with the ``elasticsearch`` marker), between the fast hashing profiles: while a switch runs
 to its activation, and while a failed switch is abandoned, another thread searches the
-developer index in a loop and never gets a failure or an empty answer; the role aliases
-end on the serving model's indexes and the other model's indexes are gone."""
+developer index and the application records in a loop and never gets a failure, an empty
+answer or a degraded search; the role aliases end on the serving model's indexes and the
+other model's indexes are gone."""
 
 from __future__ import annotations
 
@@ -16,12 +17,15 @@ from typing import Any
 
 import pytest
 
+from ragplate.catalog.entities import CMS_CONTENTS, SHIPPED
 from ragplate.catalog.settings import Settings
 from ragplate.catalog.switch import SwitchFailedError
 from ragplate.infra.elasticsearch import indexes, names
 from ragplate.infra.elasticsearch.client import connect
 from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
+from ragplate.tasks.records.search_index import refresh_records
+from ragplate.tasks.retrieval.application import search_with_runtime
 from tests.testing import switch as sw
 from tests.testing.elasticsearch import Target
 
@@ -40,6 +44,11 @@ def env(prefect_api_url: str, ragplate_home: Path, es_target: Target) -> Iterato
         patch.setenv(key, value)
     with sw.hashing_installation(ragplate_home, patch, RECORDS) as settings:
         assert settings.vector_store == "elasticsearch"
+        runtime = Runtime(settings)
+        # The records were loaded into PostgreSQL only: their search documents, as a
+        # record write or `ragplate demo seed` writes them.
+        refresh_records(runtime.record_index, runtime.engine, SHIPPED[CMS_CONTENTS],
+                        [sw.profile(sw.H64)])
         yield settings
         client = connect(settings)
         for name in indexes.indexes_of(client, f"{prefix}_*"):
@@ -47,8 +56,9 @@ def env(prefect_api_url: str, ragplate_home: Path, es_target: Target) -> Iterato
 
 
 class Searcher:
-    """Searches the developer index in a loop, as the API does (the serving model read
-    from PostgreSQL, the question embedded with it, its index searched)."""
+    """Searches in a loop as the API does: the developer index (the serving model read
+    from PostgreSQL, the question embedded with it, its index searched) and application
+    search in balanced mode (keyword and vector)."""
 
     def __init__(self, settings: Settings) -> None:
         self.runtime = Runtime(settings)
@@ -64,12 +74,17 @@ class Searcher:
                 profile = self.runtime.active_profile()
                 vector = self.runtime.embedder(profile).embed_query(QUESTION)
                 hits = self.runtime.store("developer", profile).search(vector, top_k=3)
+                found = search_with_runtime(self.runtime, entity=CMS_CONTENTS,
+                                            query="invoice refund", mode="balanced",
+                                            locale="en")
             except Exception as exc:
                 self.failures.append(f"{exc.__class__.__name__}: {exc}")
             else:
                 self.answers[profile.key] += 1
                 if not hits:
-                    self.empty.append(profile.key)
+                    self.empty.append(f"documentation, {profile.key}")
+                if not found.hits or found.meta.degraded_reason is not None:
+                    self.empty.append(f"application search, {found.meta}")
             time.sleep(0.01)
 
     def __enter__(self) -> Searcher:
@@ -120,8 +135,10 @@ def test_search_never_fails_or_empties_through_a_switch_and_an_abandon(
     assert searcher.answers[before] > 0 and searcher.answers[target] > 0
     assert sw.serving(runtime.engine) == target
     prefix = settings.elasticsearch_index_prefix
-    left = indexes.indexes_of(client, f"{prefix}_docs_*")
-    assert left == sorted(names.docs_index(prefix, index, target)
-                          for index in ("developer", "user"))
+    left = indexes.indexes_of(client, f"{prefix}_docs_*") + indexes.indexes_of(
+        client, f"{prefix}_records_*")
+    assert left == [*sorted(names.docs_index(prefix, index, target)
+                            for index in ("developer", "user")),
+                    names.records_index(prefix, CMS_CONTENTS, target)]
     assert indexes.alias_targets(client, alias) == [
         names.docs_index(prefix, "developer", target)]

@@ -152,6 +152,38 @@ def texts_query(
     return Query(sql, params)
 
 
+def search_documents_query(
+    entity: Entity,
+    *,
+    model_key: str,
+    key_from: Key | None = None,
+    key_to: Key | None = None,
+    keys: Sequence[Key] | None = None,
+) -> Query:
+    """What an application-search index holds of the searchable texts in ``[key_from,
+    key_to)`` and/or among ``keys``: ``(record_key, locale, tenant, title, body,
+    text_hash, embedding)``, the embedding being the row of ``model_key`` that carries the
+    current text hash, as pgvector text (NULL when there is none)."""
+    params: dict[str, Any] = {"entity": entity.name, "model_key": model_key}
+    text = text_expression(entity)
+    where = [f"{text} <> ''", *_searchable(entity, params),
+             *_key_range(entity, key_from, key_to, keys, params)]
+    tenant = f"r.{q(entity.tenant_column)}" if entity.tenant_column else "'global'"
+    inner = (
+        f"SELECT {_key(entity)} AS sort_key, {_hit_columns(entity)}, "
+        f"CAST({tenant} AS text) AS tenant, {hash_expression(text)} AS text_hash "
+        f"FROM {_joined(entity)} WHERE {' AND '.join(where)}"
+    )
+    sql = (
+        "SELECT x.record_key, x.locale, x.tenant, x.title, x.body, x.text_hash, "
+        f"CAST(me.embedding AS text) AS embedding FROM ({inner}) x LEFT JOIN {TABLE} me "
+        "ON me.entity = :entity AND me.model_key = :model_key "
+        "AND me.record_key = x.record_key AND me.locale = x.locale "
+        "AND me.text_hash = x.text_hash ORDER BY x.sort_key, x.locale"
+    )
+    return Query(sql, params)
+
+
 def key_boundaries_query(entity: Entity, *, chunk_size: int) -> Query:
     """Keys that start a new run of ``chunk_size`` searchable records (not the first)."""
     params: dict[str, Any] = {"size": int(chunk_size)}

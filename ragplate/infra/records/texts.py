@@ -9,9 +9,11 @@ have texts. The embedding-model switch walks an entity in key ranges (:func:`key
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from sqlalchemy.engine import Connection
 
 from ragplate.catalog.entities import Entity
@@ -71,6 +73,39 @@ def missing_embeddings(
     with their current text hash (never embedded, or edited since)."""
     return _texts(conn, entity, sql.texts_query(entity, key_from=key_from, key_to=key_to,
                                                 keys=keys, missing_for=model_key))
+
+
+@dataclass(frozen=True)
+class SearchDocument:
+    """One searchable record in one locale as an application-search index holds it."""
+
+    record_key: str
+    locale: str
+    tenant: str
+    title: str
+    body: str
+    text_hash: str
+    #: The current vector of the model asked for; ``None`` when it has none yet.
+    embedding: np.ndarray | None
+
+
+def search_documents(
+    conn: Connection,
+    entity: Entity,
+    *,
+    model_key: str,
+    key_from: Key | None = None,
+    key_to: Key | None = None,
+    keys: Sequence[Key] | None = None,
+) -> list[SearchDocument]:
+    """The search documents of ``entity``'s searchable texts (see
+    :func:`ragplate.infra.records.sql.search_documents_query`), in key order."""
+    query = sql.search_documents_query(entity, model_key=model_key, key_from=key_from,
+                                       key_to=key_to, keys=keys)
+    return [SearchDocument(r.record_key, r.locale, r.tenant, r.title or "", r.body or "",
+                           r.text_hash, None if r.embedding is None else
+                           np.asarray(json.loads(r.embedding), dtype=np.float32))
+            for r in sql.fetch(conn, query)]
 
 
 def count_texts(conn: Connection, entity: Entity) -> int:

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection, Engine
 
@@ -35,6 +35,7 @@ from ragplate.catalog.crud import (
     WriteOutcome,
     crud_entity,
 )
+from ragplate.catalog.entities import SHIPPED
 from ragplate.catalog.errors import InvalidInputError, NotFoundError, PermissionDeniedError
 from ragplate.catalog.people import LOCALE_PATTERN, Person
 from ragplate.catalog.profiles import EmbeddingProfile
@@ -48,6 +49,10 @@ from ragplate.tasks.crud.embedding import (
     refresh_vectors,
 )
 from ragplate.tasks.crud.payloads import payload_sha256, validate
+
+if TYPE_CHECKING:
+    from ragplate.infra.records.es_search import ElasticsearchRecords
+from ragplate.tasks.records.search_index import forget_records, refresh_records
 from ragplate.tasks.records.texts import embedding_profiles_for_writes
 
 #: The largest page a list answers, and the furthest it pages.
@@ -69,6 +74,9 @@ class CrudService:
     embeddings_modules: Sequence[str] = ()
     profiles_for_writes: Callable[[Engine], builtins.list[EmbeddingProfile]] = (
         embedding_profiles_for_writes)
+    #: The Elasticsearch application-search indexes, kept in step with each write (in the
+    #: write's transaction, before its commit); ``None`` without Elasticsearch.
+    search_index: ElasticsearchRecords | None = None
 
     # -- reads -------------------------------------------------------------------------
 
@@ -283,6 +291,7 @@ class CrudService:
             if embedded(spec.name):
                 # Whatever the allowlist says: a deleted record's vectors point at nothing.
                 forget_vectors(conn, spec.name, key)
+                forget_records(self.search_index, spec.name, [str(key)])
             crud_sql.delete_record(conn, spec.name, key)
             return None
         if spec.name == "cms.contents":
@@ -302,6 +311,8 @@ class CrudService:
         if profiles:
             refresh_vectors(conn, spec.name, key, profiles=profiles,
                             embedder_for=self.embedder_for)
+            refresh_records(self.search_index, conn, SHIPPED[spec.name], profiles,
+                            keys=[str(key)])
         return crud_sql.read_record(conn, spec.name, key, RowScope(tenants=(tenant,)))
 
 

@@ -35,6 +35,7 @@ from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.settings import Settings
 from ragplate.infra.models.base import Embedder
+from ragplate.infra.records.engines import RecordSearch
 from ragplate.infra.records.texts import count_texts
 from ragplate.infra.records.vectors import count_vectors
 from ragplate.tasks.evaluation.dataset_files import LoadedDataset
@@ -97,6 +98,8 @@ class ContentSetup:
     settings: Settings
     driver: str
     timed: bool
+    #: The engine that ranks (``None``: PostgreSQL through ``engine``).
+    records: RecordSearch | None = None
 
     def search(self, case: ApplicationContentCase, source: str, mode: Mode, *,
                reranker_factory: RerankerFactory | None = None,
@@ -106,7 +109,7 @@ class ContentSetup:
             self.engine, entity=source, query=case.query, mode=mode, locale=case.locale,
             serving=self.serving, embedder_factory=self.embedder_factory,
             reranker_factory=reranker_factory, tenant=case.authorization.tenant,
-            top_k=case.limit, settings=settings or self.settings)
+            top_k=case.limit, settings=settings or self.settings, records=self.records)
 
 
 def live_setup(runtime: Runtime) -> ContentSetup:
@@ -116,7 +119,7 @@ def live_setup(runtime: Runtime) -> ContentSetup:
     serving = runtime.active_profile()
     return ContentSetup(runtime.engine, serving, memoized(lambda: runtime.embedder(serving)),
                         configured_reranker(runtime.settings), runtime.settings, LIVE_DRIVER,
-                        timed=True)
+                        timed=True, records=runtime.record_search)
 
 
 def fixture_setup(engine: Engine, settings: Settings,

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sqlalchemy.engine import Engine
@@ -29,7 +30,11 @@ from ragplate.infra.records.vectors import (
 )
 from ragplate.tasks.indexing.front_matter import split_front_matter
 from ragplate.tasks.records.content import ENTITY, LOCALE, EmbedderFor, default_embedder
+from ragplate.tasks.records.search_index import refresh_records
 from ragplate.tasks.records.texts import compose_text, text_hash
+
+if TYPE_CHECKING:
+    from ragplate.infra.records.es_search import ElasticsearchRecords
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -195,6 +200,7 @@ def seed_demo(
     docs_dir: Path = BUNDLED_DOCS,
     embedder_for: EmbedderFor | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    search_index: ElasticsearchRecords | None = None,
 ) -> SeedSummary:
     """Add ``records`` published contents (one translation per locale) and their vectors
     for every profile in ``profiles`` (the serving one, plus a switch's target).
@@ -202,7 +208,9 @@ def seed_demo(
     Each batch is embedded first, then written in one transaction (records, translations
     and a binary COPY of the vectors), so a record is never visible without its vectors.
     The HNSW index of each profile is built once at the end if it was missing: building it
-    after the bulk load is several times faster than maintaining it row by row.
+    after the bulk load is several times faster than maintaining it row by row. With
+    ``search_index`` (Elasticsearch), each batch's search documents are written after its
+    transaction.
     """
     if records < 1 or batch_size < 1:
         raise InvalidInputError("--records and the batch size must be at least 1")
@@ -237,6 +245,7 @@ def seed_demo(
                         for loc in locales]
                 write_vectors(conn, entity=ENTITY.name, profile=profile, rows=rows)
         keys += ids
+        refresh_records(search_index, engine, ENTITY, profiles, keys=[str(k) for k in ids])
         if on_progress is not None:
             on_progress(len(keys), len(pairs))
     created = False

@@ -46,12 +46,13 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.engine import Engine
 
+from ragplate.catalog.entities import CMS_CONTENTS, SHIPPED
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.settings import PROJECT_ROOT
@@ -60,6 +61,10 @@ from ragplate.infra.models.hashing import HashingModel
 from ragplate.infra.records import content as content_sql
 from ragplate.infra.records.vectors import delete_entity_vectors, drop_model_index
 from ragplate.tasks.records.content import save_content
+from ragplate.tasks.records.search_index import refresh_records
+
+if TYPE_CHECKING:
+    from ragplate.infra.records.es_search import ElasticsearchRecords
 
 HASHING_DIMENSIONS = 256
 #: Feature hashing plus one tie-breaking component (see the module docstring); never built
@@ -162,9 +167,11 @@ def seed_fixture_corpus(
     path: Path = FIXTURE_CORPUS,
     profiles: tuple[EmbeddingProfile, ...] = (FIXTURE_PROFILE,),
     embedder_for: Callable[[EmbeddingProfile], Embedder] | None = None,
+    search_index: ElasticsearchRecords | None = None,
 ) -> dict[int, int]:
     """Replace every ``cms.contents`` record (and every application vector) with the
-    fixture corpus, embedded with each of ``profiles``; returns ``{key: texts}``.
+    fixture corpus, embedded with each of ``profiles``; returns ``{key: texts}`` (and, with
+    ``search_index``, the Elasticsearch search documents of every record).
 
     Records are created with their fixed keys, then written through
     :func:`ragplate.tasks.records.content.save_content` like any content, so translations and
@@ -187,6 +194,7 @@ def seed_fixture_corpus(
     with engine.begin() as conn:
         for profile in profiles:
             drop_model_index(conn, profile.key)  # exact search: see the module docstring
+    refresh_records(search_index, engine, SHIPPED[CMS_CONTENTS], profiles)
     return written
 
 

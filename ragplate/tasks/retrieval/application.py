@@ -4,7 +4,7 @@ A request asks for a mode and :func:`resolve_strategy` decides what it may spend
 
 | mode | runs |
 |---|---|
-| ``fast`` | PostgreSQL full-text only; no embedding class is ever built |
+| ``fast`` | keyword search only (full-text or BM25); no embedding class is ever built |
 | ``balanced`` | keyword + vector (the serving model) fused by reciprocal rank fusion (hybrid) |
 | ``deep`` | balanced, then the configured cross-encoder reranks the fused top |
 
@@ -38,20 +38,14 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
 from ragplate.catalog.entities import Entity, get_entity
 from ragplate.catalog.errors import ActiveProfileError
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.text import check_text
-from ragplate.infra.records.search import (
-    RecordHit,
-    explain_vector_hits,
-    keyword_hits,
-    similarities,
-    vector_hits,
-)
-from ragplate.infra.records.vectors import has_vectors
+from ragplate.infra.records.engines import PostgresRecordSearch, RecordSearch
+from ragplate.infra.records.search import RecordHit, explain_vector_hits
 from ragplate.tasks.records.texts import compose_text
 from ragplate.tasks.retrieval.documentation import excerpt
 from ragplate.tasks.retrieval.fusion import RRF_K, reciprocal_rank_fusion, tuned_fusion
@@ -126,9 +120,10 @@ def tenant_scope(tenant: str | None) -> list[str]:
     return ["global"] if tenant in (None, "", "global") else ["global", str(tenant)]
 
 
-def _keyword(conn: Connection, entity: Entity, query: str, locale: str, tenants: list[str],
-             limit: int) -> dict[str, RecordHit]:
-    hits = keyword_hits(conn, entity, query=query, locale=locale, tenants=tenants, limit=limit)
+def _keyword(records: RecordSearch, entity: Entity, query: str, locale: str,
+             tenants: list[str], limit: int) -> dict[str, RecordHit]:
+    hits = records.keyword_hits(entity, query=query, locale=locale, tenants=tenants,
+                                limit=limit)
     return {hit.record_key: hit for hit in hits}
 
 
@@ -137,12 +132,13 @@ def _candidates(top_k: int) -> int:
     return max(RERANK_TOP_K, 3 * top_k)
 
 
-def _vector(conn: Connection, entity: Entity, profile: EmbeddingProfile, vector: np.ndarray,
-            locale: str, tenants: list[str], limit: int) -> dict[str, RecordHit]:
+def _vector(records: RecordSearch, entity: Entity, profile: EmbeddingProfile,
+            vector: np.ndarray, locale: str, tenants: list[str],
+            limit: int) -> dict[str, RecordHit]:
     # A record has one vector per locale: fetch more rows, keep each record's best.
     best: dict[str, RecordHit] = {}
-    for hit in vector_hits(conn, entity, profile=profile, vector=vector, locale=locale,
-                           tenants=tenants, limit=limit * VECTOR_ROWS_PER_HIT):
+    for hit in records.vector_hits(entity, profile=profile, vector=vector, locale=locale,
+                                   tenants=tenants, limit=limit * VECTOR_ROWS_PER_HIT):
         if hit.record_key not in best or hit.score > best[hit.record_key].score:
             best[hit.record_key] = hit
     # relaxed_order may return rows slightly out of order: rank exactly.
@@ -163,12 +159,14 @@ def search_records(
     tenant: str | None = None,
     top_k: int = 10,
     settings: Settings,
+    records: RecordSearch | None = None,
 ) -> AppSearchResult:
     """Search ``entity`` for ``query`` in ``mode``; an unknown entity raises
     :class:`~ragplate.catalog.errors.UnknownEntityError`. ``serving`` is the profile whose
     vectors are searched (``None``: it cannot be resolved, so keyword search answers);
     ``embedder_factory`` builds its embedder (only for balanced and deep),
-    ``reranker_factory`` the reranker (deep; ``None``: none configured)."""
+    ``reranker_factory`` the reranker (deep; ``None``: none configured); ``records`` the
+    engine that ranks (default: PostgreSQL through ``engine``)."""
     check_text(query, "query")
     if tenant is not None:
         check_text(tenant, "tenant", blank_ok=True)
@@ -178,29 +176,29 @@ def search_records(
         reranker_factory=reranker_factory)
     tenants = tenant_scope(tenant)
     limit = _candidates(top_k)
-    with engine.connect() as conn:
-        if (strategy.embedder is not None and serving is not None
-                and not has_vectors(conn, entity=ent.name, model_key=serving.key)):
-            strategy = degrade(strategy, "fast", "no_vectors")
-        keyword = _keyword(conn, ent, query, locale, tenants, limit)
-        vectors: dict[str, RecordHit] | None = None
-        vector: np.ndarray | None = None
-        if strategy.embedder is not None and serving is not None:
-            try:
-                vector = strategy.embedder.embed_query(query)
-            except Exception as exc:
-                log.warning("query embedding failed (%s); serving keyword search",
-                            exc.__class__.__name__)
-                strategy = degrade(strategy, "fast", "embedder_failed")
-            else:
-                vectors = _vector(conn, ent, serving, vector, locale, tenants, limit)
-        similarity: dict[str, float] = {}
-        if vectors is not None and vector is not None and serving is not None:
-            similarity = {k: v.score for k, v in vectors.items()}
-            # Keyword-only candidates: their own similarity, so every hit has one.
-            others = [k for k in keyword if k not in similarity]
-            similarity.update(similarities(conn, ent, profile=serving, vector=vector,
-                                           keys=others))
+    ranker = records if records is not None else PostgresRecordSearch(engine)
+    if (strategy.embedder is not None and serving is not None
+            and not ranker.has_vectors(ent, serving.key)):
+        strategy = degrade(strategy, "fast", "no_vectors")
+    keyword = _keyword(ranker, ent, query, locale, tenants, limit)
+    vectors: dict[str, RecordHit] | None = None
+    vector: np.ndarray | None = None
+    if strategy.embedder is not None and serving is not None:
+        try:
+            vector = strategy.embedder.embed_query(query)
+        except Exception as exc:
+            log.warning("query embedding failed (%s); serving keyword search",
+                        exc.__class__.__name__)
+            strategy = degrade(strategy, "fast", "embedder_failed")
+        else:
+            vectors = _vector(ranker, ent, serving, vector, locale, tenants, limit)
+    similarity: dict[str, float] = {}
+    if vectors is not None and vector is not None and serving is not None:
+        similarity = {k: v.score for k, v in vectors.items()}
+        # Keyword-only candidates: their own similarity, so every hit has one.
+        others = [k for k in keyword if k not in similarity]
+        similarity.update(ranker.similarities(ent, profile=serving, vector=vector,
+                                              keys=others))
     per_strategy = {"keyword": list(keyword)}
     scores = {"keyword": [c.score for c in keyword.values()]}
     pool = dict(keyword)
@@ -295,4 +293,5 @@ def search_with_runtime(
         top_k=top_k, serving=serving,
         embedder_factory=None if serving is None else partial(runtime.embedder, serving),
         reranker_factory=configured_reranker(runtime.settings), settings=runtime.settings,
+        records=runtime.record_search,
     )

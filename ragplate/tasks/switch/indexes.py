@@ -30,6 +30,7 @@ from ragplate.infra.switch_state import read_state
 from ragplate.tasks.indexing import index as indexing
 from ragplate.tasks.indexing.read import developer_corpus, user_corpus
 from ragplate.tasks.indexing.split import make_splitter, split_documents
+from ragplate.tasks.records.search_index import refresh_records
 from ragplate.tasks.records.texts import embed_record_texts
 from ragplate.tasks.switch import faults
 from ragplate.tasks.switch.documentation import configured_sources
@@ -119,6 +120,9 @@ def write_entity_range(runtime: Runtime, profile: EmbeddingProfile, chunk: Chunk
     with engine.begin() as conn:
         delete_stale_in_range(conn, entity=entity, model_key=profile.key, low=chunk.low,
                               high=chunk.high, keep=wanted)
+    # On Elasticsearch, the target's index of the range is written from those rows.
+    refresh_records(runtime.record_index, engine, entity, [profile], low=chunk.low,
+                    high=chunk.high)
     return written
 
 

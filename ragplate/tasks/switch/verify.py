@@ -52,6 +52,10 @@ def check_entities(runtime: Runtime, profile: EmbeddingProfile) -> list[str]:
             if stored != expected:
                 problems.append(f"{entity.name} has {stored} rows of {profile.key} for "
                                 f"{expected} searchable texts")
+            index = runtime.record_index
+            if index is not None and (held := index.count(entity.name, profile.key)) != expected:
+                problems.append(f"the Elasticsearch index {index.name(entity.name, profile.key)} "
+                                f"holds {held} documents for {expected} searchable texts")
             if expected:
                 found = nearest_record_key(conn, entity=entity.name, profile=profile,
                                            vector=query)

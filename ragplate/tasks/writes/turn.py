@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 def crud_service(runtime: Runtime) -> CrudService:
     """The CRUD service on the runtime's database and embedders."""
     return CrudService(engine=runtime.engine, embedder_for=runtime.embedder,
-                       embeddings_modules=tuple(runtime.settings.embeddings_modules))
+                       embeddings_modules=tuple(runtime.settings.embeddings_modules),
+                       search_index=runtime.record_index)
 
 
 def data_tools(runtime: Runtime, policy: Policy, person: Person) -> DataTools | None:
