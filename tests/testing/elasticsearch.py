@@ -89,7 +89,7 @@ class ApiContract:
 
     def check(self, method: str, target: str, body: Any) -> str:
         """Raise :class:`ContractViolation` unless the published API accepts the request;
-        returns the operation id."""
+        returns ``METHOD /path/template``."""
         parts = urlsplit(target)
         template, operation = self.operation(method, parts.path)
         known = self._parameters(operation)
@@ -108,7 +108,7 @@ class ApiContract:
             if problems:
                 raise ContractViolation(f"{method} {template} ({operation.get('operationId')})"
                                         f": " + "; ".join(problems[:5]))
-        return str(operation.get("operationId"))
+        return f"{method.upper()} {template}"
 
 
 @dataclass
@@ -150,7 +150,7 @@ class RequestLog:
             Transport.perform_request = original  # type: ignore[method-assign]
 
     def operations(self) -> set[str]:
-        """The operation ids sent so far."""
+        """The operations (``METHOD /path/template``) sent so far."""
         return {s.operation for s in self.sent}
 
 
