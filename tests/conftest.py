@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,11 +143,7 @@ def developer_index(settings, engine, embedder, tmp_path_factory):  # type: igno
     return store
 
 
-def free_port() -> int:
-    """A loopback TCP port nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from ragplate.infra.ports import free_port  # noqa: E402  (the tests' name for it)
 
 
 @pytest.fixture(scope="session")

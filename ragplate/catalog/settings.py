@@ -522,6 +522,14 @@ class Settings(BaseSettings):
                 raise ValueError(f"server name {name!r}: use letters, digits and _ only")
         return {name.lower(): server for name, server in value.items()}
 
+    @field_validator("elasticsearch_url", mode="after")
+    @classmethod
+    def _cluster_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError("give the cluster's URL with its scheme, e.g. "
+                             "https://es.internal:9200")
+        return value
+
     @model_validator(mode="after")
     def _engine(self) -> Settings:
         # The URL alone switches every role to Elasticsearch; an explicit store wins.

@@ -5,6 +5,7 @@ moved in one ``_aliases`` call."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from ragplate.catalog.errors import IndexMappingError
@@ -13,9 +14,13 @@ from ragplate.infra.elasticsearch.client import call, call_or_none
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
-#: Indexes this process has created or checked (a HEAD per write would double its cost).
-_ready: set[tuple[int, str]] = set()
+#: Indexes this process has created or checked, and when (a check per write would double
+#: its cost). Checked again after :data:`RECHECK_SECONDS`: another process may have deleted
+#: one (a prune), and a bulk write to a missing index would let the cluster create it with
+#: a guessed mapping where ``action.auto_create_index`` allows it.
+_ready: dict[tuple[int, str], float] = {}
 _lock = threading.Lock()
+RECHECK_SECONDS = 30.0
 
 
 def index_meta(client: Elasticsearch, name: str) -> dict[str, Any] | None:
@@ -46,7 +51,7 @@ def ensure_index(client: Elasticsearch, name: str, *, settings: dict[str, Any],
     ``alias``: given to the index when no index holds it yet (the first model of a role
     serves; later ones only through the switch's activation)."""
     key = (id(client), name)
-    if key in _ready:
+    if time.monotonic() - _ready.get(key, -RECHECK_SECONDS) < RECHECK_SECONDS:
         return
     wanted = mappings["_meta"]["ragplate"]
     found = index_meta(client, name)
@@ -63,13 +68,13 @@ def ensure_index(client: Elasticsearch, name: str, *, settings: dict[str, Any],
         call(lambda: client.indices.update_aliases(
             actions=[{"add": {"index": name, "alias": alias}}]), alias)
     with _lock:
-        _ready.add(key)
+        _ready[key] = time.monotonic()
 
 
 def forget(client: Elasticsearch, name: str) -> None:
     """Forget that ``name`` was checked (it was deleted)."""
     with _lock:
-        _ready.discard((id(client), name))
+        _ready.pop((id(client), name), None)
 
 
 def delete_index(client: Elasticsearch, name: str) -> bool:

@@ -12,6 +12,7 @@ expose the other's unfinished write at their refresh.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import math
 import re
@@ -227,7 +228,9 @@ class ElasticsearchStore:
             bulk(self.client, chunks, index=self.name, retries=self.retries,
                  recreate=self.recreate)
         except Exception:
-            # Nothing of a refused write stays: its generation goes, the old chunks stay.
+            # Nothing of a refused write stays: its generation goes (a deletion by query
+            # sees refreshed documents only, hence the refresh first), the old chunks stay.
+            self._refresh()
             self._delete(term("generation", generation))
             self._refresh()
             raise
@@ -261,8 +264,7 @@ class ElasticsearchStore:
                                                     {"terms": {"source": listed}}]}})
         self._delete({"bool": {"filter": [term("doc_type", "source"),
                                           {"terms": {"source": listed}}]}})
-        if indexes.index_meta(self.client, self.name) is not None:
-            self._refresh()
+        call_or_none(lambda: self.client.indices.refresh(index=self.name), self.name)
         return deleted
 
     def reset(self) -> None:
@@ -305,7 +307,7 @@ class ElasticsearchStore:
                 score = score_to_similarity(self.profile.similarity, score)
             # A fresh copy: callers may mutate a hit's metadata.
             hits.append(StoreHit(s["source"], int(s["ordinal"]), s["text"],
-                                 _copy(s.get("metadata") or {}), score))
+                                 copy.deepcopy(s.get("metadata") or {}), score))
         return hits
 
     def search(self, vector: np.ndarray, *, top_k: int, filters: SearchFilters | None = None,
@@ -347,10 +349,3 @@ class ElasticsearchStore:
             return []
         return rank_hits(self._hits(found, convert=False), top_k)
 
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
