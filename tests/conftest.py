@@ -192,50 +192,65 @@ def es_contract():  # type: ignore[no-untyped-def]
     return ApiContract(SPEC)
 
 
-@pytest.fixture(scope="session", params=[
-    pytest.param("emulator", id="noida-emulator"),
-    pytest.param("cluster", id="cluster", marks=pytest.mark.elasticsearch),
-])
-def es_target(request: pytest.FixtureRequest, es_contract):  # type: ignore[no-untyped-def]
-    """Where an Elasticsearch suite runs: the ``noida-db`` emulator on a free loopback
-    port (stopped at the end), or the cluster of ``RAGPLATE_ELASTICSEARCH_URL`` (skipped
-    when none is given). Every request the client sends meanwhile is checked against the
-    published API first (:class:`tests.testing.elasticsearch.RequestLog`)."""
-    from ragplate.bench.es_emulator import start_emulator
+@pytest.fixture(scope="session")
+def es_request_log(es_contract):  # type: ignore[no-untyped-def]
+    """Every request the Elasticsearch client sends in this session, each checked against
+    the published API before it leaves (:class:`tests.testing.elasticsearch.RequestLog`)."""
     from ragplate.infra.elasticsearch.client import forget_clients
-    from tests.testing.elasticsearch import CLUSTER_ENV, RequestLog, Target, cluster_env
+    from tests.testing.elasticsearch import RequestLog
 
-    emulator = None
-    if request.param == "emulator":
-        emulator = start_emulator(free_port())
-        target = Target("emulator", emulator.url)
-    else:
-        url = CLUSTER_ENV.get("RAGPLATE_ELASTICSEARCH_URL")
-        if not url:
-            pytest.skip("no real cluster: set RAGPLATE_ELASTICSEARCH_URL to run the "
-                        "Elasticsearch suites against one")
-        target = Target("cluster", url, cluster_env(), prefix=f"rptest{os.getpid()}")
     log = RequestLog(es_contract)
     installed = log.install()
     next(installed)
-    target.log = log
+    yield log
+    installed.close()
+    forget_clients()
+
+
+@pytest.fixture(scope="session")
+def es_emulator_target(es_request_log):  # type: ignore[no-untyped-def]
+    """The ``noida-db`` emulator on a free loopback port, stopped at the end."""
+    from ragplate.bench.es_emulator import start_emulator
+    from tests.testing.elasticsearch import Target
+
+    emulator = start_emulator(free_port())
     try:
-        yield target
+        yield Target("emulator", emulator.url, log=es_request_log)
     finally:
-        installed.close()
-        forget_clients()
-        if emulator is not None:
-            emulator.stop()
+        emulator.stop()
+
+
+@pytest.fixture(scope="session")
+def es_cluster_target(es_request_log):  # type: ignore[no-untyped-def]
+    """The real cluster of ``RAGPLATE_ELASTICSEARCH_URL``; skipped when none is given."""
+    from tests.testing.elasticsearch import CLUSTER_ENV, Target, cluster_env
+
+    url = CLUSTER_ENV.get("RAGPLATE_ELASTICSEARCH_URL")
+    if not url:
+        pytest.skip("no real cluster: set RAGPLATE_ELASTICSEARCH_URL to run the "
+                    "Elasticsearch suites against one")
+    return Target("cluster", url, cluster_env(), prefix=f"rptest{os.getpid()}",
+                  log=es_request_log)
+
+
+#: The Elasticsearch targets as parameters: the emulator always, a real cluster when given.
+ES_TARGETS = [
+    pytest.param("emulator", id="noida-emulator"),
+    pytest.param("cluster", id="cluster", marks=pytest.mark.elasticsearch),
+]
+
+
+@pytest.fixture(scope="session", params=ES_TARGETS)
+def es_target(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Where an Elasticsearch suite runs: the ``noida-db`` emulator, or the cluster of
+    ``RAGPLATE_ELASTICSEARCH_URL`` (skipped when none is given)."""
+    return request.getfixturevalue(f"es_{request.param}_target")
 
 
 @pytest.fixture(scope="session")
 def es_settings(es_target, tmp_path_factory):  # type: ignore[no-untyped-def]
     """Settings reaching the Elasticsearch target (and nothing else of the session)."""
-    from ragplate.catalog.settings import Settings
-
-    env = es_target.settings_env()
-    fields = {key.removeprefix("RAGPLATE_").lower(): value for key, value in env.items()}
-    return Settings(home=tmp_path_factory.mktemp("es-home"), **fields)
+    return es_target.settings(tmp_path_factory.mktemp("es-home"))
 
 
 @pytest.fixture(scope="session")

