@@ -127,3 +127,41 @@ def test_search_records_fuses_the_elasticsearch_rankings(
 
 def test_the_url_chooses_elasticsearch(es_settings: Settings) -> None:
     assert isinstance(make_record_search(es_settings, None), ElasticsearchRecords)
+
+
+@pytest.mark.integration
+def test_crud_writes_keep_the_search_documents_in_step(
+    es_settings: Settings, engine: object, embedder: object
+) -> None:
+    """A CRUD write on the session's PostgreSQL writes its record's documents in the
+    serving model's index; unpublishing and deleting remove them."""
+    from ragplate.infra.settings_store import active_profile_key
+    from ragplate.tasks.crud.service import CrudService
+    from ragplate.tasks.people.accounts import create_person
+
+    index = ElasticsearchRecords(ElasticsearchRecords.from_settings(es_settings).client,
+                                 prefix=f"rpcrud{uuid.uuid4().hex[:6]}")
+    service = CrudService(engine=engine, embedder_for=lambda profile: embedder,  # type: ignore[arg-type]
+                          search_index=index)
+    editor = create_person(engine, name=f"es-{uuid.uuid4().hex[:12]}", tenant="acme",  # type: ignore[arg-type]
+                           permissions=["cms.contents.read", "cms.contents.create",
+                                        "cms.contents.update", "cms.contents.delete"])
+    serving = active_profile_key(engine)  # type: ignore[arg-type]
+    created = service.create(editor, entity="cms.contents", payload={
+        "locale": "en", "title": "Quokka care", "body": "Feeding the quokkas.",
+        "status": "published"}).record
+    assert created is not None
+    key = str(created["id"])
+    try:
+        found = index.keyword_hits(ENTITY, query="quokka", locale="en", tenants=["acme"],
+                                   limit=5)
+        assert keys(found) == [key] and index.count(ENTITY.name, serving) == 1
+        assert index.has_vectors(ENTITY, serving)
+        service.update(editor, entity="cms.contents", key=key, changes={"status": "draft"})
+        assert index.keyword_hits(ENTITY, query="quokka", locale="en", tenants=["acme"],
+                                  limit=5) == []
+    finally:
+        service.delete(editor, entity="cms.contents", key=key)
+        assert index.count(ENTITY.name, serving) == 0
+        for name in indexes.indexes_of(index.client, f"{index.prefix}_*"):
+            indexes.delete_index(index.client, name)
