@@ -91,26 +91,21 @@ class ElasticsearchModelStorage(PostgresModelStorage):
         self.client = client
         self.prefix = prefix
 
-    def _roles(self) -> list[tuple[str, str]]:
-        """(alias, index-name stem) of every role that has an index: ``{app}_docs_*`` and
-        ``{app}_records_*``."""
+    def _indexes(self) -> list[str]:
+        """Every per-model index of a role: ``{app}_docs_*`` and ``{app}_records_*``."""
         from ragplate.infra.elasticsearch.indexes import indexes_of
 
-        stems: set[str] = set()
-        for kind in ("docs", "records"):
-            for name in indexes_of(self.client, f"{self.prefix}_{kind}_*"):
-                stem, _, tail = name.rpartition("_")
-                if len(tail) == 12:  # a model hash
-                    stems.add(stem)
-        return [(stem, stem) for stem in sorted(stems)]
+        return [name for kind in ("docs", "records")
+                for name in indexes_of(self.client, f"{self.prefix}_{kind}_*")]
 
     def _serving_indexes(self, serving: str) -> dict[str, str]:
-        from ragplate.infra.elasticsearch.indexes import indexes_of
+        """``{role alias: serving model's index}`` of every role that has one (a role's
+        alias is its indexes' name without the model hash)."""
         from ragplate.infra.elasticsearch.names import model_hash
 
-        existing = set(indexes_of(self.client, f"{self.prefix}_*"))
-        wanted = {alias: f"{stem}_{model_hash(serving)}" for alias, stem in self._roles()}
-        return {alias: name for alias, name in wanted.items() if name in existing}
+        suffix = "_" + model_hash(serving)
+        return {name.removesuffix(suffix): name for name in self._indexes()
+                if name.endswith(suffix)}
 
     def prepare(self, conn: Connection, target: EmbeddingProfile, *, beside: bool) -> None:
         """PostgreSQL's record vectors as there; the target's Elasticsearch indexes are
@@ -146,17 +141,14 @@ class ElasticsearchModelStorage(PostgresModelStorage):
     def prune(self, conn: Connection, serving: str) -> Pruned:
         """PostgreSQL's rows of other models, then (the aliases pointed at ``serving``
         first) every other model's Elasticsearch index."""
-        from ragplate.infra.elasticsearch.indexes import delete_index, indexes_of
+        from ragplate.infra.elasticsearch.indexes import delete_index
         from ragplate.infra.elasticsearch.names import model_hash
 
         pruned = super().prune(conn, serving)
         self.activate(serving)
         keep = "_" + model_hash(serving)
-        dropped = []
-        for kind in ("docs", "records"):
-            for name in indexes_of(self.client, f"{self.prefix}_{kind}_*"):
-                if not name.endswith(keep) and delete_index(self.client, name):
-                    dropped.append(name)
+        dropped = [name for name in self._indexes()
+                   if not name.endswith(keep) and delete_index(self.client, name)]
         pruned.indexes = (pruned.indexes or []) + dropped
         return pruned
 
