@@ -191,6 +191,16 @@ class ElasticsearchStore:
             return set()
         return {str(b["key"]) for b in found["aggregations"]["perms"]["buckets"]}
 
+    def modules(self) -> set[str]:
+        """The modules the chunks declare (the assistant's module scope reads them)."""
+        found = call_or_none(lambda: self.client.search(
+            index=self.name, size=0, query=term("doc_type", "chunk"),
+            aggregations={"modules": {"terms": {"field": "module", "size": MAX_WINDOW}}}),
+            self.name)
+        if found is None:
+            return set()
+        return {str(b["key"]) for b in found["aggregations"]["modules"]["buckets"]}
+
     def filter_clauses(self, filters: SearchFilters | None) -> list[dict[str, Any]]:
         """Query clauses equivalent to ``base.matches`` (for a bool ``filter``)."""
         f = filters or SearchFilters()

@@ -64,9 +64,11 @@ class IndexSources:
         """The modules of the index, read again only when its sources changed (the newest
         indexing time and the count of sources: one small query per message instead of a
         scan of every chunk); ``None`` for a store that does not list them (the scope then
-        stays generic)."""
+        stays generic). Elasticsearch answers from its keyword field in one aggregation."""
         if self.runtime.settings.vector_store != "pgvector":
-            return None
+            store = self.runtime.store(index, self.embedder.profile)
+            listed = getattr(store, "modules", None)
+            return None if listed is None else set(listed())
         key = (index, self.embedder.profile.key)
         with self.runtime.engine.connect() as conn:
             generation = sources_generation(conn, *key)

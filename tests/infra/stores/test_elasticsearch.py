@@ -24,6 +24,7 @@ from tests.testing.document_store_contract import (
     Q,
     StoreFactory,
     basic_items,
+    item,
     load,
 )
 from tests.testing.keyword_search_contract import KeywordSearchContract
@@ -51,6 +52,12 @@ class TestElasticsearchStore(DocumentStoreContract, KeywordSearchContract):
         load(store, basic_items())
         assert indexes.alias_targets(store.client, store.alias) == [store.name]
         assert store.name.startswith(store.alias + "_")
+
+    def test_modules_lists_what_the_chunks_declare(self, store: ElasticsearchStore) -> None:
+        assert store.modules() == set()
+        load(store, [item("a", 0, Q, module="billing"), item("b", 0, Q, module="crm"),
+                     item("c", 0, Q)])
+        assert store.modules() == {"billing", "crm"}
 
     def test_an_index_of_other_dimensions_is_named_with_the_command(
         self, store: ElasticsearchStore
