@@ -3,7 +3,8 @@ with the ``elasticsearch`` marker), between the fast hashing profiles: while a s
 to its activation, and while a failed switch is abandoned, another thread searches the
 developer index and the application records in a loop and never gets a failure, an empty
 answer or a degraded search; the role aliases end on the serving model's indexes and the
-other model's indexes are gone."""
+other model's indexes are gone. A stalled switch resumes and leaves the target's indexes
+exact."""
 
 from __future__ import annotations
 
@@ -142,3 +143,36 @@ def test_search_never_fails_or_empties_through_a_switch_and_an_abandon(
                     names.records_index(prefix, CMS_CONTENTS, target)]
     assert indexes.alias_targets(client, alias) == [
         names.docs_index(prefix, "developer", target)]
+
+
+def test_a_stalled_switch_resumes_and_its_indexes_are_exact(
+    env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragplate.infra.switch_state import read_state
+
+    monkeypatch.setenv("RAGPLATE_INDEX_CHUNK_STALL_SECONDS", "1")
+    monkeypatch.setenv("RAGPLATE_SWITCH_FAULTS", "hang:cms.contents#2:4")
+    get_settings.cache_clear()
+    runtime = Runtime(get_settings())
+    sw.reset_switch(runtime.engine)
+    before = sw.serving(runtime.engine)
+    target = sw.H48 if before == sw.H64 else sw.H64
+
+    stalled = run_flow(action="start", profile=target)
+
+    assert stalled.is_failed()
+    stored = read_state(runtime.engine)
+    assert (stored.status, stored.phase, stored.failure) == ("failed", "indexes", "stall")
+    assert sw.serving(runtime.engine) == before
+    monkeypatch.delenv("RAGPLATE_SWITCH_FAULTS")
+    monkeypatch.delenv("RAGPLATE_INDEX_CHUNK_STALL_SECONDS")
+    get_settings.cache_clear()
+    resumed = run_flow(action="resume")
+
+    assert resumed.is_completed() and sw.serving(runtime.engine) == target
+    assert runtime.record_index is not None
+    assert runtime.record_index.count(CMS_CONTENTS, target) == RECORDS
+    assert runtime.record_index.count(CMS_CONTENTS, before) == 0
+    stored_sources = runtime.store("developer", sw.profile(target)).sources()
+    assert set(stored_sources) == {f"faq-app-ragplate/{p.name}"
+                                   for p in sw.PROJECT_DOCS.glob("*.md")}
