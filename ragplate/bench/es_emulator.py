@@ -5,7 +5,10 @@ a cluster would answer in."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,14 +44,21 @@ class Emulator:
     data_dir: Path
 
     def stop(self) -> None:
-        """Stop the process :func:`start_emulator` started, and remove its data."""
-        self.process.terminate()
+        """Stop the processes :func:`start_emulator` started (the ``noida-db`` command runs
+        the emulator as a child: the whole process group goes), and remove its data."""
+        _signal_group(self.process, signal.SIGTERM)
         try:
             self.process.wait(10)
         except subprocess.TimeoutExpired:
-            self.process.kill()
+            _signal_group(self.process, signal.SIGKILL)
             self.process.wait(10)
         shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+def _signal_group(process: subprocess.Popen[bytes], number: signal.Signals) -> None:
+    """Send ``number`` to the process group :func:`start_emulator` made for ``process``."""
+    with contextlib.suppress(ProcessLookupError):  # already gone
+        os.killpg(process.pid, number)
 
 
 def start_emulator(port: int, timeout: float = 30.0, parent: Path | None = None) -> Emulator:
@@ -59,7 +69,8 @@ def start_emulator(port: int, timeout: float = 30.0, parent: Path | None = None)
         process = subprocess.Popen(
             [emulator_binary(), "start", "--only", "elasticsearch", "--data-dir",
              str(data_dir / "data"), "--host", "127.0.0.1", "--elasticsearch-port", str(port)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)  # its own group: stop() ends the child it starts too
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -68,7 +79,7 @@ def start_emulator(port: int, timeout: float = 30.0, parent: Path | None = None)
         if process.poll() is not None:
             break
         time.sleep(0.1)
-    process.kill()
+    _signal_group(process, signal.SIGKILL)
     process.wait(10)
     shutil.rmtree(data_dir, ignore_errors=True)
     raise RuntimeError(f"the noida-db emulator did not answer on {url} within {timeout} s")
