@@ -52,4 +52,5 @@ class TestElasticsearchQueryLog(QueryLogContract):
 
 def test_the_url_chooses_the_elasticsearch_store(es_settings: Settings) -> None:
     store = make_query_log(es_settings, None)
-    assert isinstance(store, ElasticsearchQueryLog) and store.name == "rptest_rag_queries"
+    prefix = es_settings.elasticsearch_index_prefix
+    assert isinstance(store, ElasticsearchQueryLog) and store.name == f"{prefix}_rag_queries"
