@@ -1,6 +1,9 @@
 """The ``embeddings-switch`` flow in-process, between the fast hashing test profiles, on a
 private database: a full switch, a flaky chunk, a stall, rounds spent, resume and abandon,
-records edited during a switch, the evaluation gate, and what the Prefect UI shows.
+records edited during a switch, the evaluation gate, and what the Prefect UI shows. Every
+test runs on PostgreSQL alone and with Elasticsearch (the noida-db emulator, and a real
+cluster when ``RAGPLATE_ELASTICSEARCH_URL`` is set) holding the indexes; there a thread
+also searches throughout a switch and an abandon.
 
 The tests of this module share one database and run in file order; each starts with no
 switch stored and switches from whatever serves to the other hashing profile.
@@ -9,6 +12,10 @@ switch stored and switches from whatever serves to the other hashing profile.
 from __future__ import annotations
 
 import json
+import threading
+import time
+import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,11 +37,29 @@ pytestmark = [pytest.mark.integration]
 RECORDS = 45
 
 
-@pytest.fixture(scope="module")
-def env(prefect_api_url: str, ragplate_home: Path) -> Iterator[Settings]:
+@pytest.fixture(scope="module", params=[
+    pytest.param("pgvector", id="pgvector"),
+    pytest.param("emulator", id="noida-emulator"),
+    pytest.param("cluster", id="cluster", marks=pytest.mark.elasticsearch),
+])
+def env(request: pytest.FixtureRequest, prefect_api_url: str,
+        ragplate_home: Path) -> Iterator[Settings]:
+    """The module's installation, on PostgreSQL alone or with Elasticsearch (the noida-db
+    emulator, or a real cluster) holding the documentation and record indexes."""
     patch = pytest.MonkeyPatch()
+    prefix = None
+    if request.param != "pgvector":
+        target = request.getfixturevalue(f"es_{request.param}_target")
+        prefix = f"rpsw{uuid.uuid4().hex[:8]}"
+        for key, value in {**target.settings_env(),
+                           "RAGPLATE_ELASTICSEARCH_INDEX_PREFIX": prefix}.items():
+            patch.setenv(key, value)
     with sw.hashing_installation(ragplate_home, patch, RECORDS) as settings:
+        if prefix is not None:
+            sw.index_records(Runtime(settings), sw.profile(sw.H64))
         yield settings
+        if prefix is not None:
+            sw.drop_indexes(settings)
 
 
 @pytest.fixture
@@ -90,7 +115,7 @@ def assert_serves(runtime: Runtime, key: str) -> None:
     engine = runtime.engine
     assert sw.serving(engine) == key
     assert sw.vector_counts(engine) == {key: RECORDS}
-    assert sw.chunk_models(engine) == {key}
+    assert sw.chunk_models(runtime) == {key}
     assert read_state(engine).status == "idle"
     with engine.connect() as conn:
         duplicates = conn.execute(sa.text(
@@ -380,3 +405,89 @@ def test_status_shows_a_failed_switch_and_what_to_do(
     assert "gate        hit@5 " in after
     last = json.loads(CliRunner().invoke(app, ["embeddings", "status", "--json"]).output)["last"]
     assert (last["abandon"], last["abandoned"], last["target"]) == (True, target, before)
+
+
+class Searcher:
+    """Searches in a loop as the API does: the developer index (the serving model read
+    from PostgreSQL, the question embedded with it, that model's index searched) and
+    application search in balanced mode (keyword and vector)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.runtime = Runtime(settings)
+        self.stop = threading.Event()
+        self.answers: Counter[str] = Counter()
+        self.empty: list[str] = []
+        self.failures: list[str] = []
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        from ragplate.tasks.retrieval.application import search_with_runtime
+
+        while not self.stop.is_set():
+            try:
+                profile = self.runtime.active_profile()
+                vector = self.runtime.embedder(profile).embed_query("How do I switch models?")
+                hits = self.runtime.store("developer", profile).search(vector, top_k=3)
+                found = search_with_runtime(self.runtime, entity="cms.contents",
+                                            query="invoice refund", mode="balanced",
+                                            locale="en")
+            except Exception as exc:
+                self.failures.append(f"{exc.__class__.__name__}: {exc}")
+            else:
+                self.answers[profile.key] += 1
+                if not hits:
+                    self.empty.append(f"documentation, {profile.key}")
+                if not found.hits or found.meta.degraded_reason is not None:
+                    self.empty.append(f"application search, {found.meta}")
+            time.sleep(0.01)
+
+    def __enter__(self) -> Searcher:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(30)
+
+
+def test_search_never_fails_or_empties_through_a_switch_and_an_abandon(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Elasticsearch: while a switch runs to its activation and while a failed switch is
+    abandoned, a thread searching in a loop gets no failure, no empty answer and no
+    degraded search; the activation moved the role aliases in one call and the prune
+    deleted the other model's indexes."""
+    from ragplate.infra.elasticsearch import indexes, names
+
+    settings = runtime.settings
+    if settings.vector_store != "elasticsearch":
+        pytest.skip("the aliases and per-model indexes are Elasticsearch's")
+    monkeypatch.setenv("RAGPLATE_SWITCH_PRUNE_GRACE_SECONDS", "1")
+    get_settings.cache_clear()
+    target, before = other(runtime), sw.serving(runtime.engine)
+    prefix = settings.elasticsearch_index_prefix
+    client = runtime.record_index.client  # type: ignore[union-attr]
+    alias = names.docs_alias(prefix, "developer")
+
+    with Searcher(get_settings()) as searcher:
+        started, _ = run_flow(action="start", profile=target)
+        assert started.is_completed() and sw.serving(runtime.engine) == target
+        assert indexes.alias_targets(client, alias) == [
+            names.docs_index(prefix, "developer", target)]
+        monkeypatch.setenv("RAGPLATE_SWITCH_FAULTS", "fail:rag:user#1:99")
+        failed, _ = run_flow(action="start", profile=before)
+        with pytest.raises(SwitchFailedError):
+            failed.result()
+        monkeypatch.delenv("RAGPLATE_SWITCH_FAULTS")
+        restored, _ = run_flow(action="abandon")
+        assert restored.result()["outcome"] == "restored"
+        time.sleep(0.3)
+
+    assert searcher.failures == [] and searcher.empty == [], searcher.answers
+    assert searcher.answers[before] > 0 and searcher.answers[target] > 0
+    assert_serves(runtime, target)
+    left = indexes.indexes_of(client, f"{prefix}_docs_*") + indexes.indexes_of(
+        client, f"{prefix}_records_*")
+    assert left == [*sorted(names.docs_index(prefix, index, target)
+                            for index in ("developer", "user")),
+                    names.records_index(prefix, "cms.contents", target)]

@@ -49,7 +49,7 @@ def exact(runtime: Runtime, key: str) -> None:
     engine = runtime.engine
     assert sw.serving(engine) == key
     assert sw.vector_counts(engine) == {key: RECORDS}
-    assert sw.chunk_models(engine) == {key}
+    assert sw.chunk_models(runtime) == {key}
     with engine.connect() as conn:
         assert conn.execute(sa.text(
             "SELECT count(*) FROM (SELECT index_name, source, ordinal FROM rag_chunks "

@@ -53,7 +53,7 @@ def test_full_switch_with_the_real_models(env: Settings) -> None:
     assert last["gate"]["passed"] is True and last["gate"]["forced"] is False
     assert last["records_embedded"] == RECORDS
     assert sw.vector_counts(runtime.engine) == {sw.PT: RECORDS}
-    assert sw.chunk_models(runtime.engine) == {sw.PT}
+    assert sw.chunk_models(runtime) == {sw.PT}
     assert summary["pruned"]["vector_rows_deleted"] == RECORDS
     found = client.post("/v1/search", json=body).json()
     meta = found["meta"]["search"]

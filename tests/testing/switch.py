@@ -123,11 +123,38 @@ def vector_counts(engine: sa.Engine) -> dict[str, int]:
         return {str(k): int(n) for k, n in conn.execute(sa.text(sql))}
 
 
-def chunk_models(engine: sa.Engine) -> set[str]:
-    """Model keys present in ``rag_chunks``."""
-    with engine.connect() as conn:
-        return {str(k) for k in conn.execute(sa.text(
-            "SELECT DISTINCT model_key FROM rag_chunks")).scalars()}
+def chunk_models(runtime: Runtime) -> set[str]:
+    """Model keys holding documentation chunks: in ``rag_chunks``, or (on Elasticsearch)
+    in an index of either hashing profile (whose record indexes must agree)."""
+    if runtime.settings.vector_store != "elasticsearch":
+        with runtime.engine.connect() as conn:
+            return {str(k) for k in conn.execute(sa.text(
+                "SELECT DISTINCT model_key FROM rag_chunks")).scalars()}
+    held = {key for key in (H64, H48) for index in ("developer", "user")
+            if runtime.store(index, profile(key)).count()}
+    assert runtime.record_index is not None
+    assert {key for key in (H64, H48) if runtime.record_index.count("cms.contents", key)
+            } == held, "the record indexes of Elasticsearch follow the documentation's"
+    return held
+
+
+def index_records(runtime: Runtime, serving: EmbeddingProfile) -> None:
+    """On Elasticsearch, the search documents of the records (loaded into PostgreSQL), as a
+    record write or ``ragplate demo seed`` writes them."""
+    from ragplate.catalog.entities import CMS_CONTENTS, SHIPPED
+    from ragplate.tasks.records.search_index import refresh_records
+
+    refresh_records(runtime.record_index, runtime.engine, SHIPPED[CMS_CONTENTS], [serving])
+
+
+def drop_indexes(settings: Settings) -> None:
+    """Delete every Elasticsearch index of the installation's prefix."""
+    from ragplate.infra.elasticsearch import indexes
+    from ragplate.infra.elasticsearch.client import connect
+
+    client = connect(settings)
+    for name in indexes.indexes_of(client, f"{settings.elasticsearch_index_prefix}_*"):
+        indexes.delete_index(client, name)
 
 
 @contextmanager

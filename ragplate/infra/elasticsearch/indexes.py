@@ -4,8 +4,6 @@ moved in one ``_aliases`` call."""
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from ragplate.catalog.errors import IndexMappingError
@@ -13,14 +11,6 @@ from ragplate.infra.elasticsearch.client import call, call_or_none
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
-
-#: Indexes this process has created or checked, and when (a check per write would double
-#: its cost). Checked again after :data:`RECHECK_SECONDS`: another process may have deleted
-#: one (a prune), and a bulk write to a missing index would let the cluster create it with
-#: a guessed mapping where ``action.auto_create_index`` allows it.
-_ready: dict[tuple[int, str], float] = {}
-_lock = threading.Lock()
-RECHECK_SECONDS = 30.0
 
 
 def index_meta(client: Elasticsearch, name: str) -> dict[str, Any] | None:
@@ -49,10 +39,12 @@ def ensure_index(client: Elasticsearch, name: str, *, settings: dict[str, Any],
     """Create ``name`` with its settings and mapping unless it exists with the same
     ``_meta.ragplate``; an index of another mapping raises :class:`IndexMappingError`.
     ``alias``: given to the index when no index holds it yet (the first model of a role
-    serves; later ones only through the switch's activation)."""
-    key = (id(client), name)
-    if time.monotonic() - _ready.get(key, -RECHECK_SECONDS) < RECHECK_SECONDS:
-        return
+    serves; later ones only through the switch's activation).
+
+    Every write asks first (one small request): no process remembers an index as ready,
+    because another one may have deleted it (a switch's prune), and a bulk write to a
+    missing index lets the cluster create it with a guessed mapping wherever
+    ``action.auto_create_index`` allows it."""
     wanted = mappings["_meta"]["ragplate"]
     found = index_meta(client, name)
     if found is None:
@@ -67,19 +59,10 @@ def ensure_index(client: Elasticsearch, name: str, *, settings: dict[str, Any],
     if alias is not None and not alias_targets(client, alias):
         call(lambda: client.indices.update_aliases(
             actions=[{"add": {"index": name, "alias": alias}}]), alias)
-    with _lock:
-        _ready[key] = time.monotonic()
-
-
-def forget(client: Elasticsearch, name: str) -> None:
-    """Forget that ``name`` was checked (it was deleted)."""
-    with _lock:
-        _ready.pop((id(client), name), None)
 
 
 def delete_index(client: Elasticsearch, name: str) -> bool:
     """Delete ``name`` (its aliases go with it); whether it existed."""
-    forget(client, name)
     return call_or_none(lambda: client.indices.delete(index=name), name) is not None
 
 

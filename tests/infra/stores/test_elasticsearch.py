@@ -66,7 +66,6 @@ class TestElasticsearchStore(DocumentStoreContract, KeywordSearchContract):
         wider = EmbeddingProfile(key=TINY.key, dimensions=8, local_variant="original")
         other = ElasticsearchStore(store.index, wider, store.client, prefix="rptest")
         other.name = store.name  # the same index, as a profile whose dimensions changed
-        indexes.forget(store.client, store.name)
         with pytest.raises(IndexMappingError) as error:
             other.ensure_index()
         message = str(error.value)
