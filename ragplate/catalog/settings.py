@@ -310,13 +310,13 @@ class Settings(BaseSettings):
         "by its own words. A change re-embeds every source on the next index run.",
     )
     docs_retrieval: DocsRetrieval = Field(
-        default="vector",
-        description="Documentation retrieval strategy (developer and user indexes): vector "
-        "(default), hybrid (PostgreSQL full-text BM25 + vector, fused by reciprocal rank "
-        "fusion; the memory and filesystem stores compute BM25 in Python) or adaptive "
-        "(vector for questions; hybrid with the keyword ranking weighing twice for a query "
-        "of one or two significant words or holding an identifier, where a bare term's "
-        "vector says little).",
+        default="adaptive",
+        description="Documentation retrieval strategy (developer and user indexes): adaptive "
+        "(default: vector for questions; hybrid with the keyword ranking weighing twice for a "
+        "query of one or two significant words or holding an identifier, where a bare term's "
+        "vector says little), vector, or hybrid for every query (full-text BM25 + vector, "
+        "fused by reciprocal rank fusion; the memory and filesystem stores compute BM25 in "
+        "Python).",
     )
     docs_rrf_k: int = Field(
         default=20, ge=1, le=1000,

@@ -37,7 +37,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 #: context 0.5: vector hit@5 0.80 / MRR 0.6433, hybrid (RRF k 20) 0.75 / 0.5767). The former
 #: recipe measured 0.85 / 0.6417 (vector); the hybrid's keyword side reads these documents,
 #: which declare no locale, word for word since keyword search follows the locale.
-FLOORS = {"vector": (0.80, 0.64), "hybrid": (0.75, 0.57)}
+#: Adaptive (the default) measured as vector here (0.80 / 0.6433): the few bare-term cases
+#: rank the same. Its floor is vector's.
+FLOORS = {"adaptive": (0.80, 0.64), "vector": (0.80, 0.64), "hybrid": (0.75, 0.57)}
 
 
 def _index(store: Any, embedder: Any, documents: list[Any]) -> None:
@@ -71,7 +73,7 @@ def _evaluate(store: Any, embedder: Any, name: str, index_name: Any,
     return documentation.build_report(loaded, outcomes, setup)
 
 
-@pytest.mark.parametrize("strategy", ["vector", "hybrid"])
+@pytest.mark.parametrize("strategy", ["adaptive", "vector", "hybrid"])
 def test_developer_retrieval_gate(laraplate_index: PgvectorStore, embedder: Any,
                                   strategy: str) -> None:
     report = _evaluate(laraplate_index, embedder, "2026-09-18-developer-retrieval.json",
