@@ -464,6 +464,17 @@ class Settings(BaseSettings):
         "(local:ragplate/hashing-64 and others; read when ragplate starts).",
     )
 
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _postgresql_url(cls, value: SecretStr | None) -> SecretStr | None:
+        # Checked here, so a wrong URL is one line naming the setting, not a driver's
+        # traceback on first use; the value itself is never echoed (it holds a password).
+        if value is not None and not re.match(
+                r"postgres(ql)?(\+[a-z0-9_]+)?://", value.get_secret_value()):
+            raise ValueError("must be a PostgreSQL URL, e.g. "
+                             "postgresql+psycopg://user:password@host:5432/ragplate")
+        return value
+
     @field_validator("assistant_fallback_locales", mode="after")
     @classmethod
     def _locales(cls, value: list[str]) -> list[str]:

@@ -76,8 +76,9 @@ def worker() -> None:
     It is `prefect worker start --pool ragplate` with ragplate's environment,
     which every flow run it starts inherits: the Prefect server of
     `ragplate deploy`, this RAGPLATE_HOME, and RAGPLATE_CHECKOUT (default
-    this checkout). Ctrl-C stops it gracefully (running flow runs finish; it
-    may take a while); a second Ctrl-C kills it.
+    this checkout). Ctrl-C (or SIGTERM) stops it: flow runs in progress get
+    30 s to finish, then the worker and what it started are killed; a second
+    Ctrl-C kills them at once.
 
     Example: ragplate worker
     """
@@ -88,7 +89,9 @@ def worker() -> None:
     command, env = prefect_deployments.worker_process(get_settings(), root, os.environ)
     console.print(f"Prefect API: {env['PREFECT_API_URL']}; flow runs start in {root} "
                   f"with RAGPLATE_HOME={env['RAGPLATE_HOME']}", highlight=False, soft_wrap=True)
-    prefect_deployments.exec_worker(command, env, root)
+    code = prefect_deployments.run_worker(
+        command, env, root, say=lambda text: console.print(text, highlight=False))
+    raise typer.Exit(code if code >= 0 else 128 - code)
 
 
 def register(app: typer.Typer) -> None:

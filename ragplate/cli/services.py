@@ -19,12 +19,19 @@ def _print_states(states: list[ServiceState], json_output: bool) -> None:
         print_json({"services": [asdict(s) for s in states]})
         return
     table = Table()
+    addresses = [_address(s) for s in states]
+    # A web address is copied into a browser or a client: the column is as wide as the
+    # longest one, so a narrow terminal folds the detail (or a socket path) rather than
+    # split a URL.
+    widest = max((len(line) for a in addresses for line in a.splitlines() if "http" in line),
+                 default=3)
     for column in ("service", "state", "url", "pid", "detail"):
         # Folded, never cut: the socket directory, the port held, are what an operator reads.
-        table.add_column(column, overflow="fold" if column in ("url", "detail") else "ellipsis")
-    for s in states:
+        table.add_column(column, overflow="fold" if column in ("url", "detail") else "ellipsis",
+                         min_width=widest if column == "url" else None)
+    for s, address in zip(states, addresses, strict=True):
         table.add_row(s.name, "[green]running[/green]" if s.running else "[red]stopped[/red]",
-                      escape(_address(s)), str(s.pid or ""), escape(s.detail or ""))
+                      escape(address), str(s.pid or ""), escape(s.detail or ""))
     console.print(table)
 
 

@@ -46,8 +46,11 @@ def list_command(
         print_json([s.as_dict() for s in sources])
         return
     table = Table(title=f"{len(sources)} source(s)")
+    # A label is what `sources remove` takes: never cut; the other columns fold around it.
+    widest = max((len(s.label) for s in sources), default=5)
     for column in ("index", "label", "chunks", "models", "indexed at", "root"):
-        table.add_column(column, justify="right" if column == "chunks" else "left")
+        table.add_column(column, justify="right" if column == "chunks" else "left",
+                         overflow="fold", min_width=widest if column == "label" else None)
     for s in sources:
         models = ", ".join(s.models) + ("" if s.serving else " (not the serving model)")
         when = s.indexed_at.strftime("%Y-%m-%d %H:%M") if s.indexed_at else ""

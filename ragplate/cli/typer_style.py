@@ -12,6 +12,7 @@ than the terminal broke in two. A Typer without these hooks is left as it is.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 from typer import core
@@ -67,6 +68,13 @@ def apply() -> None:
             and hasattr(argument, "display_name_raw"):
         argument.display_name_raw = property(_argument_name)
         argument._usage_display_name = _usage_name
+    # Typer coerces option values through pydantic and shows its first error as it is,
+    # "Value error, 'foo' is not one of …": the prefix is pydantic's, not the person's.
+    for name in ("typer._coercion", "typer._param_types"):
+        module = sys.modules.get(name)
+        shown = getattr(module, "get_error_msg", None)
+        if shown is not None and not getattr(shown, "_ragplate_styled", False):
+            module.get_error_msg = _without_pydantic_prefix(shown)  # type: ignore[union-attr]
     # Typer imports its Rich help (and with it Rich's Markdown renderer and Pygments) only
     # when it draws help; the paragraph hook is installed then, not at every start-up.
     for name in ("TyperCommand", "TyperGroup"):
@@ -75,6 +83,22 @@ def apply() -> None:
                 and not getattr(command, "_ragplate_styled", False):
             command.format_help = _with_joined_paragraphs(command.format_help)
             command._ragplate_styled = True
+
+
+#: What pydantic puts before a validator's own message.
+PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
+def _without_pydantic_prefix(original: Any) -> Any:
+    def get_error_msg(exc: Any) -> str:
+        message = str(original(exc))
+        for prefix in PYDANTIC_PREFIXES:
+            if message.startswith(prefix):
+                return message[len(prefix):]
+        return message
+
+    get_error_msg._ragplate_styled = True  # type: ignore[attr-defined]
+    return get_error_msg
 
 
 def _with_joined_paragraphs(original: Any) -> Any:

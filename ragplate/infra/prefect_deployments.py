@@ -14,14 +14,17 @@ worker's environment (``ragplate worker`` sets it too).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import yaml
 
@@ -114,6 +117,7 @@ def prefect_environment(settings: Settings, api_url: str, root: Path,
         RAGPLATE_HOME=str(settings.home),
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
     )
+    env.setdefault("DO_NOT_TRACK", "1")  # Prefect's client-side telemetry, unless set
     env[CHECKOUT_VARIABLE] = str(root)
     # Prefect's own files (its home, results of failed runs) stay under RAGPLATE_HOME, in
     # the directory the local server uses, unless the operator chose another.
@@ -243,15 +247,82 @@ def worker_process(settings: Settings, root: Path,
     return worker_command(), prefect_environment(settings, api_url, root, environ)
 
 
-def exec_worker(command: list[str], env: dict[str, str], root: Path) -> NoReturn:
-    """Replace this process with the worker, in ``root``: it keeps the pid, the terminal
-    and Prefect's own signal handling (the first Ctrl-C or SIGTERM stops it gracefully,
-    letting running flow runs finish; a second one kills it), and no wrapper is left
-    behind to outlive it or be outlived."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.chdir(root)
-    os.execve(command[0], command, env)
+#: How long a stopping worker is given to finish the flow runs it holds before it is killed.
+WORKER_STOP_SECONDS = 30.0
+
+
+def run_worker(command: list[str], env: dict[str, str], root: Path, *,
+               stop_seconds: float = WORKER_STOP_SECONDS,
+               say: Callable[[str], None] = print) -> int:
+    """Run the worker in ``root`` until it ends or is stopped; returns its exit code.
+
+    Prefect's process worker does not always leave on its first SIGTERM or Ctrl-C: it may
+    stay in its graceful shutdown, still taking new flow runs, until a second signal kills
+    it. So the worker runs as a child in a process group of its own, and the first
+    SIGINT or SIGTERM here asks it to stop (SIGTERM), gives it ``stop_seconds`` to finish,
+    then kills it with every process it started; a second signal kills them at once.
+    Nothing of it outlives this process."""
+    import psutil
+
+    # A flow run's process runs in a session of its own, so it is not in the worker's
+    # group, and it outlives a worker that dies: as a subreaper (Linux), this process
+    # inherits such orphans and finds them among its own descendants; elsewhere they are
+    # noted while the worker runs.
+    _become_subreaper()
+    process = subprocess.Popen(command, env=env, cwd=root, start_new_session=True)
+    stopping: list[float] = []
+    seen: dict[int, psutil.Process] = {}
+
+    def note() -> None:
+        for parent in (process.pid, os.getpid()):
+            with contextlib.suppress(psutil.Error):
+                for child in psutil.Process(parent).children(recursive=True):
+                    seen.setdefault(child.pid, child)
+
+    def kill_group() -> None:
+        note()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        for child in seen.values():
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if stopping:
+            say("Second signal: killing the worker.")
+            kill_group()
+            return
+        stopping.append(time.monotonic())
+        say(f"Stopping the worker: flow runs in progress have {stop_seconds:g} s to finish "
+            "(a second Ctrl-C kills it now).")
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while True:
+            try:
+                return process.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                note()
+                if stopping and time.monotonic() - stopping[0] > stop_seconds:
+                    say(f"The worker did not stop within {stop_seconds:g} s: killed.")
+                    kill_group()
+    finally:
+        kill_group()  # whatever the worker left in its group (flow-run processes)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _become_subreaper() -> None:
+    """Make this process the subreaper of its descendants (``PR_SET_CHILD_SUBREAPER``),
+    where the system has it."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
 
 
 def _last_line(output: str) -> str:

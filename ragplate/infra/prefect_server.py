@@ -275,6 +275,7 @@ def _spawn(settings: Settings, port: int) -> int:
         PREFECT_API_URL=url,
         PREFECT_UI_API_URL=url,
     )
+    env.setdefault("DO_NOT_TRACK", "1")  # Prefect's client-side telemetry (see prefect_api)
     ensure_dir(settings.log_dir)
     ensure_dir(settings.home / "prefect")
     command = [sys.executable, "-m", "prefect", "server", "start"]
@@ -477,8 +478,11 @@ def prefect_api(settings: Settings, *, timeout: float = 90) -> Iterator[str]:
     Flows run here write Prefect's files (the result of a failed run) under
     ``RAGPLATE_HOME/prefect`` unless the operator chose another Prefect home, even when
     ``prefect`` was imported before this home was known."""
-    # Prefect's analytics thread reads the environment, not the settings context below.
+    # Prefect's analytics thread reads the environment, not the settings context below;
+    # DO_NOT_TRACK turns off its client-side telemetry too (and its notice on a terminal),
+    # unless the operator set it.
     os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+    os.environ.setdefault("DO_NOT_TRACK", "1")
     chosen = use_home_for_prefect(settings.home)
     url = start(settings, timeout=timeout)
     from prefect import settings as ps

@@ -148,3 +148,22 @@ def test_run_and_log_dirs_live_under_home(tmp_path: Path) -> None:
 
     assert settings.run_dir == tmp_path.resolve() / "run"
     assert settings.log_dir == tmp_path.resolve() / "logs"
+
+
+@pytest.mark.parametrize("url", ["mysql://x", "not a url", "sqlite:///ragplate.db"])
+def test_a_database_url_that_is_not_postgresql_is_one_line_without_the_url(
+        clean_env: pytest.MonkeyPatch, url: str) -> None:
+    from ragplate.infra.environment import load_settings
+
+    clean_env.setenv("RAGPLATE_DATABASE_URL", url)
+    with pytest.raises(ConfigurationError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert message.startswith("invalid setting: RAGPLATE_DATABASE_URL: must be a PostgreSQL URL")
+    assert "\n" not in message and url not in message
+
+
+@pytest.mark.parametrize("url", ["postgresql://u:p@h/db", "postgresql+psycopg://u@h:5432/db",
+                                 "postgres://h/db"])
+def test_postgresql_urls_are_accepted(url: str) -> None:
+    assert Settings(database_url=url).database_url is not None

@@ -61,6 +61,10 @@ def test_prefect_gets_the_api_the_home_and_the_checkout(tmp_path: Path) -> None:
     # An operator's own PREFECT_HOME is kept.
     mine = pd.prefect_environment(settings, "http://x/api", ROOT, {"PREFECT_HOME": "/srv/p"})
     assert mine["PREFECT_HOME"] == "/srv/p"
+    # Prefect's client telemetry is off unless the operator said otherwise.
+    assert env["DO_NOT_TRACK"] == "1"
+    assert pd.prefect_environment(settings, "http://x/api", ROOT,
+                                  {"DO_NOT_TRACK": "0"})["DO_NOT_TRACK"] == "0"
 
 
 def test_the_worker_is_prefects_process_worker_for_the_pool() -> None:

@@ -4,6 +4,7 @@ checking the API's port before any work."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import socket
@@ -92,3 +93,21 @@ def test_make_run_checks_the_api_port_before_any_work() -> None:
     assert steps[-1] == "$(BIN)/ragplate serve"  # RAGPLATE_API_PORT, no port of its own
     assert not any("--port" in step for step in steps)
     assert Path(PROJECT_ROOT / "Makefile").is_file()
+
+
+
+def test_at_80_columns_no_web_address_is_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+
+    from ragplate.cli import services as cli_services
+
+    narrow = Console(width=80, record=True, file=io.StringIO())
+    monkeypatch.setattr(cli_services, "console", narrow)
+
+    cli_services._print_states(STATES, json_output=False)
+
+    text = narrow.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    lines = [re.sub(r"\s+", " ", line) for line in text.splitlines()]
+    assert any("UI http://127.0.0.1:4201 " in line for line in lines)
+    assert any("API http://127.0.0.1:4201/api " in line for line in lines)

@@ -68,3 +68,12 @@ def test_help_at_80_columns_wraps_a_paragraph_as_one() -> None:
     # With the docstring's own breaks kept, its 88-column line broke in two at 80 columns
     # and left this word alone on a line.
     assert "audience)" not in [line.strip() for line in _plain(result.output).splitlines()]
+
+
+def test_a_bad_choice_is_named_without_pydantics_prefix() -> None:
+    result = CliRunner().invoke(app, ["retrieve", "x", "--index", "foo"])
+
+    assert result.exit_code == 2
+    shown = " ".join(_plain(result.output).split())
+    assert "Invalid value for '--index': 'foo' is not one of 'developer', 'user'." in shown
+    assert "Value error" not in shown

@@ -44,7 +44,7 @@ FILES = {
 #: The cron schedules the issue asks for, as ``prefect.yaml`` declares them.
 SCHEDULED = {"nightly-reindex": "0 2 * * *", "daily-analytics-prune": "30 3 * * *"}
 RUN_TIMEOUT = 300.0
-#: A process worker stops gracefully on its first SIGTERM: it may take half a minute.
+#: ``ragplate worker`` stops on its first SIGTERM, within its 30 s for flow runs.
 GRACEFUL_STOP = 45.0
 
 
@@ -83,20 +83,14 @@ class Worker:
             pass
 
     def stop(self) -> list[str]:
-        """SIGTERM (Prefect's graceful stop), a second one (Prefect kills itself) when the
-        first is not enough, then SIGKILL for anything left; returns what had to be
-        killed, and what is still alive after all that, as text."""
+        """One SIGTERM, then SIGKILL for anything left; returns what had to be killed, and
+        what is still alive after all that, as text."""
         self.note()
         forced: list[str] = []
         if self.process.poll() is None:
+            # One SIGTERM: ragplate worker gives running flow runs 30 s, then kills.
             self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=GRACEFUL_STOP)
-            except subprocess.TimeoutExpired:
-                # Prefect's worker sometimes stays in its graceful shutdown; its second
-                # SIGTERM is its own way out (it SIGKILLs itself).
-                self.process.send_signal(signal.SIGTERM)
-                self.process.wait(timeout=15)
+            self.process.wait(timeout=GRACEFUL_STOP)
         leftovers = [p for p in self.seen.values() if _alive(p)]
         for process in leftovers:
             forced.append(f"{process.pid} {' '.join(_cmdline(process))}")

@@ -1,0 +1,88 @@
+"""``ragplate worker``'s supervision (``run_worker``): one SIGTERM or Ctrl-C stops the worker
+even when it lingers in its graceful shutdown, and nothing it started outlives it."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+#: A stand-in for a Prefect worker: it starts a "flow run" in a session of its own (as a
+#: process worker does), writes that pid, then either leaves on SIGTERM or ignores it.
+WORKER = textwrap.dedent("""
+    import signal, subprocess, sys, time
+    if sys.argv[2] == "lingers":
+        signal.signal(signal.SIGTERM, lambda *_: print("still shutting down", flush=True))
+    run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                           start_new_session=True)
+    open(sys.argv[1], "w").write(str(run.pid))
+    while True:
+        time.sleep(0.1)
+""")
+
+#: The supervisor, as ``ragplate worker`` runs it, with a short stop delay.
+SUPERVISOR = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from ragplate.infra.prefect_deployments import run_worker
+    code = run_worker([sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3]],
+                      dict(__import__("os").environ), Path.cwd(), stop_seconds=2.0)
+    print("exit", code, flush=True)
+""")
+
+
+def _start(tmp_path: Path, behaviour: str) -> tuple[subprocess.Popen[str], int]:
+    pid_file = tmp_path / "run.pid"
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", SUPERVISOR, WORKER, str(pid_file), behaviour],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text()):
+        assert time.monotonic() < deadline, "the stand-in worker did not start"
+        time.sleep(0.05)
+    return supervisor, int(pid_file.read_text())
+
+
+def _gone(pid: int, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("behaviour", ["leaves", "lingers"])
+def test_one_sigterm_stops_the_worker_and_what_it_started(tmp_path: Path,
+                                                          behaviour: str) -> None:
+    supervisor, flow_run = _start(tmp_path, behaviour)
+    started = time.monotonic()
+
+    supervisor.send_signal(signal.SIGTERM)
+    output, _ = supervisor.communicate(timeout=20)
+
+    assert time.monotonic() - started < 10  # the 2 s allowed, then killed
+    assert "Stopping the worker" in output
+    assert ("did not stop within 2 s" in output) == (behaviour == "lingers")
+    assert _gone(flow_run), "the flow run's process outlived the worker"
+
+
+def test_a_second_signal_kills_at_once(tmp_path: Path) -> None:
+    supervisor, flow_run = _start(tmp_path, "lingers")
+    supervisor.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    supervisor.send_signal(signal.SIGINT)
+    output, _ = supervisor.communicate(timeout=10)
+
+    assert "Second signal: killing the worker." in output
+    assert "did not stop within" not in output
+    assert _gone(flow_run)
