@@ -70,8 +70,27 @@ def flow_progress(json_output: bool) -> Iterator[None]:
             tasks[label] = bar.add_task(label, total=total)
         bar.update(tasks[label], completed=done, total=total)
 
-    with bar, progress.listening(on_progress):
+    with bar, progress.listening(on_progress), _logs_above(bar):
         yield
+
+
+@contextmanager
+def _logs_above(bar: Progress) -> Iterator[None]:
+    """While a bar is drawn on a terminal, the console log writes through it: Rich prints
+    what goes to its redirected ``sys.stderr`` above the bar, while a log handler holding
+    the real stream would write where the next redraw erases it (a flow run's completion
+    line vanished so)."""
+    proxy = sys.stderr
+    if not bar.live.is_started or proxy is sys.__stderr__:
+        yield  # no terminal, or nothing redirected: the log writes as usual
+        return
+    moved = [(handler, handler.setStream(proxy)) for handler in logging.getLogger().handlers
+             if isinstance(handler, logging.StreamHandler) and handler.stream is sys.__stderr__]
+    try:
+        yield
+    finally:
+        for handler, stream in moved:
+            handler.setStream(stream)
 
 
 class _NoTracebackForExpectedErrors(logging.Filter):

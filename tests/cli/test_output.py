@@ -171,3 +171,29 @@ def test_index_docs_prints_one_line_per_run_step_and_one_error(
     assert (failed.stdout + failed.stderr).count(error) == 1, failed.stderr
     assert [line for line in failed.stderr.splitlines() if not line.startswith("INFO ")] == [
         "Error: bad/a.md: unknown audience 'nobody' (accepted: user, developer, shared)"]
+
+
+def test_a_log_line_written_while_a_bar_is_drawn_goes_above_the_bar(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, width=100)
+    # The CLI's handler holds the real stderr, as logging.basicConfig made it.
+    handler = logging.StreamHandler(sys.__stderr__)
+    monkeypatch.setattr(sys, "__stderr__", io.StringIO())  # what would bypass the bar
+    handler.setStream(sys.__stderr__)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with Progress(console=terminal) as bar, output._logs_above(bar):
+            bar.add_task("developer index", total=1)
+            logging.getLogger("prefect.flow_runs").warning("Finished in state Completed()")
+            assert handler.stream is not sys.__stderr__
+        assert handler.stream is sys.__stderr__  # given back
+    finally:
+        root.removeHandler(handler)
+
+    assert "Finished in state Completed()" in screen.getvalue()
+    assert sys.__stderr__.getvalue() == ""
