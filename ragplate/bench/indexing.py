@@ -88,7 +88,8 @@ def _quality(runtime: Any, datasets: Path) -> tuple[dict[str, Any], list[float]]
         for case in cases:
             started = time.perf_counter()
             ranked = [h.source_label for h in retrieve_developer(
-                case["query"], store=store, embedder=embedder, top_k=5)]
+                case["query"], store=store, embedder=embedder, top_k=5,
+                strategy=runtime.settings.docs_retrieval, rrf_k=runtime.settings.docs_rrf_k)]
             latencies.append((time.perf_counter() - started) * 1000)
             if case["expected_source_labels"]:
                 hits.append(hit_at_k(ranked, case["expected_source_labels"], 5))
