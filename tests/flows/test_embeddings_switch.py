@@ -172,8 +172,8 @@ def test_a_stall_fails_naming_the_queue_and_worker_and_resume_writes_only_pendin
     runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     target, before = other(runtime), sw.serving(runtime.engine)
-    monkeypatch.setenv("RAGPLATE_INDEX_CHUNK_STALL_SECONDS", "1")
-    monkeypatch.setenv("RAGPLATE_SWITCH_FAULTS", "hang:cms.contents#3:4")
+    monkeypatch.setenv("RAGPLATE_INDEX_CHUNK_STALL_SECONDS", "4")
+    monkeypatch.setenv("RAGPLATE_SWITCH_FAULTS", "hang:cms.contents#3:9")
     get_settings.cache_clear()
 
     state, _ = run_flow(action="start", profile=target)
