@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ragplate.bench.scratch import restore_environment
+
 STORES = ("pgvector", "elasticsearch")
 _VARIABLES = ("RAGPLATE_ELASTICSEARCH_URL", "RAGPLATE_ELASTICSEARCH_INDEX_PREFIX",
               "RAGPLATE_VECTOR_STORE")
@@ -43,11 +45,7 @@ def search_engine(store: str, scratch: Path) -> Iterator[str]:
         get_settings.cache_clear()
         yield label
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        restore_environment(saved)
         get_settings.cache_clear()
         forget_clients()
         if emulator is not None:

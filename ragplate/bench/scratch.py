@@ -17,6 +17,15 @@ from ragplate.catalog.settings import Settings
 _ENVIRONMENT = ("RAGPLATE_HOME", "PREFECT_API_URL")
 
 
+def restore_environment(saved: dict[str, str | None]) -> None:
+    """Put back the variables of ``saved`` (``None``: the variable was not set)."""
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 @contextmanager
 def scratch_home(prefix: str) -> Iterator[tuple[Path, Settings]]:
     """A temporary directory whose ``home`` is ``RAGPLATE_HOME`` for the block, with the
@@ -37,11 +46,7 @@ def scratch_home(prefix: str) -> Iterator[tuple[Path, Settings]]:
         dispose_all()
         prefect_server.stop(settings)
         postgres.stop(settings.home)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        restore_environment(saved)
         get_settings.cache_clear()
         shutil.rmtree(scratch, ignore_errors=True)
 
