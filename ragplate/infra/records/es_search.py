@@ -11,6 +11,7 @@ model asked for. The rankings are BM25 and kNN; fusion stays in ragplate.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -136,7 +137,12 @@ class ElasticsearchRecords:
     def delete_records(self, entity: str, keys: Sequence[str]) -> int:
         """Delete the documents of these records from the indexes of every model."""
         deleted = 0
+        # The wildcard also matches an entity whose name extends this one's
+        # (``cms.contents_archive``): only names ending in a model hash are this entity's.
+        own = re.compile(re.escape(self.alias(entity)) + r"_[0-9a-f]{12}")
         for name in indexes.indexes_of(self.client, f"{self.alias(entity)}_*"):
+            if not own.fullmatch(name):
+                continue
             found = call(lambda name=name: self.client.delete_by_query(  # type: ignore[misc]
                 index=name, query={"terms": {"record_key": sorted(set(map(str, keys)))}},
                 conflicts="proceed", refresh=True), name)
@@ -189,10 +195,23 @@ class ElasticsearchRecords:
     def vector_hits(self, entity: Entity, *, profile: EmbeddingProfile, vector: np.ndarray,
                     locale: str, tenants: Sequence[str] | None,
                     limit: int) -> list[RecordHit]:
-        """kNN over every locale's vector of ``profile``'s index; each hit returned in
-        ``locale``'s text (a record without one is left out)."""
+        """kNN over every locale's vector of ``profile``'s index, a row per vector (as the
+        PostgreSQL query), each returned in ``locale``'s text; a record without one is
+        left out. The kNN widens until ``limit`` rows have that text or the index is
+        exhausted, as PostgreSQL joins the locale inside its ranking."""
         name = self.name(entity.name, profile.key)
         k = min(MAX_WINDOW, limit)
+        while True:
+            ranked, exhausted = self._nearest(name, profile, vector, tenants, k)
+            hits = self._localized(name, ranked, locale)
+            if len(hits) >= limit or exhausted or k >= MAX_WINDOW:
+                return hits[:limit]
+            k = min(MAX_WINDOW, 4 * k)
+
+    def _nearest(self, name: str, profile: EmbeddingProfile, vector: np.ndarray,
+                 tenants: Sequence[str] | None, k: int) -> tuple[list[tuple[str, float]], bool]:
+        """The records of the ``k`` nearest vectors with their similarities, and whether
+        fewer than ``k`` vectors were there to find."""
         knn: dict[str, Any] = {
             "field": "embedding", "query_vector": [float(x) for x in np.asarray(vector)],
             "k": k, "num_candidates": min(MAX_WINDOW, max(100, 2 * k))}
@@ -201,10 +220,14 @@ class ElasticsearchRecords:
         found = call_or_none(lambda: self.client.search(
             index=name, knn=knn, size=k, source={"includes": ["record_key"]}), name)
         if found is None:
-            return []
-        ranked = [(h["_source"]["record_key"],
-                   score_to_similarity(profile.similarity, float(h["_score"])))
-                  for h in found["hits"]["hits"]]
+            return [], True
+        hits = found["hits"]["hits"]
+        return [(h["_source"]["record_key"],
+                 score_to_similarity(profile.similarity, float(h["_score"])))
+                for h in hits], len(hits) < k
+
+    def _localized(self, name: str, ranked: list[tuple[str, float]],
+                   locale: str) -> list[RecordHit]:
         if not ranked:
             return []
         ids = sorted({document_id(key, locale) for key, _ in ranked})

@@ -38,6 +38,7 @@ from ragplate.infra.stores.base import (
     check_dimensions,
     check_query,
     check_sources_cover,
+    matches,
     rank_hits,
 )
 from ragplate.infra.stores.lexical import FIELD_BOOST, chunk_language, field_text
@@ -320,6 +321,14 @@ class ElasticsearchStore:
                                  copy.deepcopy(s.get("metadata") or {}), score))
         return hits
 
+    def _readable(self, found: Any, filters: SearchFilters | None,
+                  convert: bool) -> list[StoreHit]:
+        # The permission clause is built from the permissions the index held a moment
+        # before the query: a chunk written in between (or past the aggregation's window)
+        # could pass it. Each hit is checked again here, so such a chunk is left out.
+        return [h for h in self._hits(found, convert)
+                if matches(h.metadata, filters, h.source)]
+
     def search(self, vector: np.ndarray, *, top_k: int, filters: SearchFilters | None = None,
                min_score: float | None = None) -> list[StoreHit]:
         """The ``top_k`` most similar chunks that pass ``filters`` (inside the kNN query)
@@ -333,7 +342,7 @@ class ElasticsearchStore:
             index=self.name, knn=knn, size=k, source=_HIT_FIELDS), self.name)
         if found is None:
             return []
-        hits = [h for h in self._hits(found, convert=True)
+        hits = [h for h in self._readable(found, filters, convert=True)
                 if min_score is None or h.score >= min_score]
         return rank_hits(hits, top_k)
 
@@ -357,5 +366,5 @@ class ElasticsearchStore:
             collapse={"field": _LABEL_FIELDS[label_key]}), self.name)
         if found is None:
             return []
-        return rank_hits(self._hits(found, convert=False), top_k)
+        return rank_hits(self._readable(found, filters, convert=False), top_k)
 

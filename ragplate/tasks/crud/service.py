@@ -253,12 +253,17 @@ class CrudService:
         return self._profiles(crud_entity(entity))
 
     def _profiles(self, spec: CrudEntity) -> builtins.list[EmbeddingProfile]:
-        """The profiles an applied write of ``spec`` embeds with, read before its
-        transaction opens (none when the entity has no vectors or its module is not
-        admitted)."""
-        if not embedded(spec.name) or not admitted(spec.module, self.embeddings_modules):
+        """The profiles an applied write of ``spec`` keeps in step, read before its
+        transaction opens: none when the entity has no vectors, or when its module is not
+        admitted and no search index holds its documents."""
+        if not embedded(spec.name):
+            return []
+        if not self._admitted(spec) and self.search_index is None:
             return []
         return self.profiles_for_writes(self.engine)
+
+    def _admitted(self, spec: CrudEntity) -> bool:
+        return admitted(spec.module, self.embeddings_modules)
 
     @staticmethod
     def _check_translation(conn: Connection, spec: CrudEntity, key: int,
@@ -309,8 +314,11 @@ class CrudService:
         else:
             crud_sql.update_ticket(conn, key, values)
         if profiles:
-            refresh_vectors(conn, spec.name, key, profiles=profiles,
-                            embedder_for=self.embedder_for)
+            if self._admitted(spec):
+                refresh_vectors(conn, spec.name, key, profiles=profiles,
+                                embedder_for=self.embedder_for)
+            # The search index follows every write (status, texts), embedded or not: a
+            # record unpublished here must leave fast search now, not at the next switch.
             refresh_records(self.search_index, conn, SHIPPED[spec.name], profiles,
                             keys=[str(key)])
         return crud_sql.read_record(conn, spec.name, key, RowScope(tenants=(tenant,)))

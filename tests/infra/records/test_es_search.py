@@ -91,6 +91,34 @@ def test_vector_search_returns_the_requested_locale(records: ElasticsearchRecord
     assert set(best) == {"1", "4"} and best["1"] == pytest.approx(1.0)
 
 
+def test_vector_search_widens_until_the_locale_has_enough_records(
+    records: ElasticsearchRecords,
+) -> None:
+    """The locale is joined inside PostgreSQL's ranking: records with no text in it that
+    sit nearest must not leave the asked-for locale's records out."""
+    italian = [doc(100 + n, "it", f"t{n}", "corpo", [1, 0.001 * n, 0, 0]) for n in range(30)]
+    records.write(ENTITY, TINY, [*italian, doc(200, "en", "Far", "far", [0.5, 0.5, 0, 0])],
+                  keys=[str(100 + n) for n in range(30)] + ["200"])
+
+    hits = records.vector_hits(ENTITY, profile=TINY, vector=np.asarray([1, 0, 0, 0]),
+                               locale="en", tenants=["global"], limit=3)
+
+    assert keys(hits) == ["1", "1", "200"]  # a row per vector, as PostgreSQL's query
+
+
+def test_deleting_records_leaves_an_entity_with_a_longer_name_alone(
+    records: ElasticsearchRecords,
+) -> None:
+    archive = ENTITY.model_copy(update={"name": "cms.contents_archive"})
+    records.write(archive, TINY, [doc(2, "en", "Archived", "an archived invoice", [0, 1, 0, 0])])
+
+    records.delete_records(ENTITY.name, ["2"])
+
+    assert records.count(archive.name, TINY.key) == 1
+    assert "2" not in keys(records.keyword_hits(ENTITY, query="invoice", locale="en",
+                                                tenants=["global"], limit=5))
+
+
 def test_writes_keep_a_key_range_and_a_key_exact(records: ElasticsearchRecords) -> None:
     records.write(ENTITY, TINY, [doc(2, "en", "Invoices v2", "Paid", [0, 1, 0, 0])],
                   low="2", high="4")  # record 3 is no longer searchable
@@ -163,5 +191,40 @@ def test_crud_writes_keep_the_search_documents_in_step(
     finally:
         service.delete(editor, entity="cms.contents", key=key)
         assert index.count(ENTITY.name, serving) == 0
+        for name in indexes.indexes_of(index.client, f"{index.prefix}_*"):
+            indexes.delete_index(index.client, name)
+
+
+@pytest.mark.integration
+def test_a_write_outside_the_embedded_modules_still_updates_the_search_documents(
+    es_settings: Settings, engine: object, embedder: object
+) -> None:
+    """``RAGPLATE_EMBEDDINGS_MODULES`` decides what is embedded on write, not what fast
+    search shows: unpublishing a record of a module left out removes it from search."""
+    from ragplate.tasks.crud.service import CrudService
+    from ragplate.tasks.people.accounts import create_person
+
+    index = ElasticsearchRecords(ElasticsearchRecords.from_settings(es_settings).client,
+                                 prefix=f"rpmod{uuid.uuid4().hex[:6]}")
+    every = CrudService(engine=engine, embedder_for=lambda profile: embedder,  # type: ignore[arg-type]
+                        search_index=index)
+    limited = CrudService(engine=engine, embedder_for=lambda profile: embedder,  # type: ignore[arg-type]
+                          search_index=index, embeddings_modules=("support",))
+    editor = create_person(engine, name=f"es-{uuid.uuid4().hex[:12]}", tenant="acme",  # type: ignore[arg-type]
+                           permissions=["cms.contents.read", "cms.contents.create",
+                                        "cms.contents.update", "cms.contents.delete"])
+    created = every.create(editor, entity="cms.contents", payload={
+        "locale": "en", "title": "Wombat care", "body": "Feeding wombats.",
+        "status": "published"}).record
+    assert created is not None
+    key = str(created["id"])
+    try:
+        assert keys(index.keyword_hits(ENTITY, query="wombat", locale="en",
+                                       tenants=["acme"], limit=5)) == [key]
+        limited.update(editor, entity="cms.contents", key=key, changes={"status": "draft"})
+        assert index.keyword_hits(ENTITY, query="wombat", locale="en", tenants=["acme"],
+                                  limit=5) == []
+    finally:
+        every.delete(editor, entity="cms.contents", key=key)
         for name in indexes.indexes_of(index.client, f"{index.prefix}_*"):
             indexes.delete_index(index.client, name)

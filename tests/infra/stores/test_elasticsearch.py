@@ -92,3 +92,30 @@ def test_zero_vector_query_on_an_empty_index(es_settings: Settings) -> None:
     store = ElasticsearchStore.from_settings(f"empty-{uuid.uuid4().hex[:6]}", TINY, es_settings)
     assert store.search(np.asarray(Q), top_k=3) == [] and store.count() == 0
     assert store.sources() == {} and store.delete_sources(["x"]) == 0
+
+
+def test_a_permission_written_between_the_clause_and_the_query_stays_hidden(
+    es_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The permission clause names the permissions the index held a moment before the
+    query; a gated chunk written in between must still not be returned (fails closed)."""
+    from ragplate.infra.stores.base import SearchFilters
+
+    store = ElasticsearchStore.from_settings(f"perms-{uuid.uuid4().hex[:6]}", TINY, es_settings)
+    try:
+        load(store, [item("open", 0, Q, required_permissions=[])])
+        held_before = store._permission_values
+
+        def then_a_write_lands() -> set[str]:
+            seen = held_before()
+            load(store, [item("secret", 0, Q, required_permissions=["hr.salaries"])])
+            return seen
+
+        monkeypatch.setattr(store, "_permission_values", then_a_write_lands)
+        nobody = SearchFilters(permissions=frozenset())
+
+        assert [h.source for h in store.search(Q, top_k=5, filters=nobody)] == ["open"]
+        assert "secret" not in {h.source for h in store.keyword_search(
+            "secret", top_k=5, filters=nobody)}
+    finally:
+        store.reset()
