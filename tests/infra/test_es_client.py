@@ -44,3 +44,34 @@ def test_the_url_selects_elasticsearch_and_needs_a_scheme(clean_env: pytest.Monk
         Settings(elasticsearch_url="es:9200")
     with pytest.raises(ValidationError, match="RAGPLATE_ELASTICSEARCH_URL"):
         Settings(vector_store="elasticsearch")
+
+
+def _refusal(kind: str) -> Any:
+    from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
+    from elasticsearch import ApiError
+
+    meta = ApiResponseMeta(status=400, http_version="1.1", headers=HttpHeaders(),
+                           duration=0.0, node=NodeConfig("http", "localhost", 9200))
+    body = {"error": {"type": kind, "reason": "failed to create query: field [x]"},
+            "status": 400}
+
+    def request() -> None:
+        raise ApiError(kind, meta, body)
+    return request
+
+
+def test_a_refused_search_is_not_called_a_mapping_conflict() -> None:
+    from ragplate.catalog.errors import IndexMappingError, SearchEngineError
+    from ragplate.infra.elasticsearch.client import call
+
+    with pytest.raises(SearchEngineError) as error:
+        call(_refusal("illegal_argument_exception"), "ragplate_docs_developer")
+    assert not isinstance(error.value, IndexMappingError)
+    assert "ragplate_docs_developer" in str(error.value)
+    assert "mapping conflict" not in str(error.value)
+    # The same refusal of a write or an index creation is one.
+    with pytest.raises(IndexMappingError, match=r"mapping conflict.*ragplate index create"):
+        call(_refusal("illegal_argument_exception"), "ragplate_docs_developer",
+             recreate="ragplate index create --force")
+    with pytest.raises(IndexMappingError):
+        call(_refusal("strict_dynamic_mapping_exception"), "ragplate_docs_developer")

@@ -35,9 +35,12 @@ _lock = threading.Lock()
 
 #: Error types that mean "this index exists with another mapping".
 _MAPPING_ERRORS = frozenset({
-    "illegal_argument_exception", "mapper_parsing_exception", "document_parsing_exception",
+    "mapper_parsing_exception", "document_parsing_exception",
     "strict_dynamic_mapping_exception", "resource_already_exists_exception",
 })
+#: A mapping conflict only where the request creates an index or writes documents (the
+#: calls given ``recreate``): a search answers it for a malformed query too.
+_WRITE_MAPPING_ERRORS = _MAPPING_ERRORS | {"illegal_argument_exception"}
 
 
 def _key(settings: Settings) -> tuple[Any, ...]:
@@ -153,7 +156,8 @@ def call(request: Callable[[], T], index: str, *, recreate: str | None = None) -
         return request()
     except ApiError as exc:
         kind = error_type(exc)
-        if kind in _MAPPING_ERRORS and exc.meta.status == 400:
+        conflicts = _MAPPING_ERRORS if recreate is None else _WRITE_MAPPING_ERRORS
+        if kind in conflicts and exc.meta.status == 400:
             hint = f"; recreate it with `{recreate}`" if recreate else ""
             raise IndexMappingError(
                 f"Elasticsearch index {index}: mapping conflict ({reason(exc)}){hint}"

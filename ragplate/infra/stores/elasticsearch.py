@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import logging
 import math
 import re
 import uuid
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragplate.catalog.documents import tenant_ids
+from ragplate.catalog.errors import SearchEngineError
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.schema import DOCS_SEARCH_TEXT_CHARS
 from ragplate.catalog.text_search import CONFIGURED
@@ -47,6 +49,8 @@ if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
     from ragplate.catalog.settings import Settings
+
+_log = logging.getLogger(__name__)
 
 #: kNN asks for this many more neighbours than wanted, so that equal scores at the cut
 #: are ordered by (source, ordinal) like every driver, not by Elasticsearch's doc order.
@@ -241,9 +245,15 @@ class ElasticsearchStore:
         except Exception:
             # Nothing of a refused write stays: its generation goes (a deletion by query
             # sees refreshed documents only, hence the refresh first), the old chunks stay.
-            self._refresh()
-            self._delete(term("generation", generation))
-            self._refresh()
+            # The write's own error is the one raised, whatever the clean-up meets.
+            try:
+                self._refresh()
+                self._delete(term("generation", generation))
+                self._refresh()
+            except SearchEngineError as cleanup:
+                _log.warning("Elasticsearch index %s: the refused write's chunks "
+                             "(generation %s) could not be removed: %s",
+                             self.name, generation, cleanup)
             raise
         if drop:
             self._delete({"bool": {"filter": [

@@ -119,3 +119,31 @@ def test_a_permission_written_between_the_clause_and_the_query_stays_hidden(
             "secret", top_k=5, filters=nobody)}
     finally:
         store.reset()
+
+
+def test_a_refused_write_raises_its_own_error_when_the_clean_up_fails_too(
+    es_settings: Settings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from ragplate.catalog.errors import SearchEngineError
+    from ragplate.infra.stores import elasticsearch as driver
+
+    store = ElasticsearchStore.from_settings(f"refused-{uuid.uuid4().hex[:6]}", TINY,
+                                             es_settings)
+    try:
+        store.ensure_index()
+
+        def refused(*args: object, **kwargs: object) -> int:
+            raise IndexMappingError(f"Elasticsearch index {store.name}: mapping conflict (x)")
+
+        def unreachable() -> None:
+            raise SearchEngineError("Elasticsearch is unreachable")
+
+        monkeypatch.setattr(driver, "bulk", refused)
+        monkeypatch.setattr(store, "_refresh", unreachable)
+
+        with pytest.raises(IndexMappingError, match="mapping conflict"):
+            load(store, basic_items())
+        assert "could not be removed" in caplog.text and store.name in caplog.text
+    finally:
+        monkeypatch.undo()
+        store.reset()
