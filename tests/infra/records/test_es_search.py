@@ -12,12 +12,15 @@ import numpy as np
 import pytest
 
 from ragplate.catalog.entities import CMS_CONTENTS, SHIPPED
+from ragplate.catalog.people import Person
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.settings import Settings
 from ragplate.infra.elasticsearch import indexes
 from ragplate.infra.records.engines import RecordSearch, make_record_search
 from ragplate.infra.records.es_search import ElasticsearchRecords
 from ragplate.infra.records.texts import SearchDocument
+from ragplate.tasks.crud.service import CrudService
+from ragplate.tasks.people.accounts import create_person
 from ragplate.tasks.retrieval.application import search_records
 
 ENTITY = SHIPPED[CMS_CONTENTS]
@@ -157,29 +160,50 @@ def test_the_url_chooses_elasticsearch(es_settings: Settings) -> None:
     assert isinstance(make_record_search(es_settings, None), ElasticsearchRecords)
 
 
+@pytest.fixture
+def crud_index(es_settings: Settings) -> Iterator[ElasticsearchRecords]:
+    """An empty application-search index set for CRUD writes, dropped afterwards."""
+    index = ElasticsearchRecords(ElasticsearchRecords.from_settings(es_settings).client,
+                                 prefix=f"rpcrud{uuid.uuid4().hex[:6]}")
+    yield index
+    for name in indexes.indexes_of(index.client, f"{index.prefix}_*"):
+        indexes.delete_index(index.client, name)
+
+
+def crud_service(engine: object, embedder: object, index: ElasticsearchRecords,
+                 **options: object) -> CrudService:
+    return CrudService(engine=engine, embedder_for=lambda profile: embedder,  # type: ignore[arg-type]
+                       search_index=index, **options)  # type: ignore[arg-type]
+
+
+def content_editor(engine: object) -> Person:
+    """A person of tenant ``acme`` who may read and write contents."""
+    return create_person(engine, name=f"es-{uuid.uuid4().hex[:12]}", tenant="acme",  # type: ignore[arg-type]
+                         permissions=["cms.contents.read", "cms.contents.create",
+                                      "cms.contents.update", "cms.contents.delete"])
+
+
+def publish(service: CrudService, editor: Person, title: str, body: str) -> str:
+    """Create a published English content; its key."""
+    created = service.create(editor, entity="cms.contents", payload={
+        "locale": "en", "title": title, "body": body, "status": "published"}).record
+    assert created is not None
+    return str(created["id"])
+
+
 @pytest.mark.integration
 def test_crud_writes_keep_the_search_documents_in_step(
-    es_settings: Settings, engine: object, embedder: object
+    crud_index: ElasticsearchRecords, engine: object, embedder: object
 ) -> None:
     """A CRUD write on the session's PostgreSQL writes its record's documents in the
     serving model's index; unpublishing and deleting remove them."""
     from ragplate.infra.settings_store import active_profile_key
-    from ragplate.tasks.crud.service import CrudService
-    from ragplate.tasks.people.accounts import create_person
 
-    index = ElasticsearchRecords(ElasticsearchRecords.from_settings(es_settings).client,
-                                 prefix=f"rpcrud{uuid.uuid4().hex[:6]}")
-    service = CrudService(engine=engine, embedder_for=lambda profile: embedder,  # type: ignore[arg-type]
-                          search_index=index)
-    editor = create_person(engine, name=f"es-{uuid.uuid4().hex[:12]}", tenant="acme",  # type: ignore[arg-type]
-                           permissions=["cms.contents.read", "cms.contents.create",
-                                        "cms.contents.update", "cms.contents.delete"])
+    index = crud_index
+    service = crud_service(engine, embedder, index)
+    editor = content_editor(engine)
     serving = active_profile_key(engine)  # type: ignore[arg-type]
-    created = service.create(editor, entity="cms.contents", payload={
-        "locale": "en", "title": "Quokka care", "body": "Feeding the quokkas.",
-        "status": "published"}).record
-    assert created is not None
-    key = str(created["id"])
+    key = publish(service, editor, "Quokka care", "Feeding the quokkas.")
     try:
         found = index.keyword_hits(ENTITY, query="quokka", locale="en", tenants=["acme"],
                                    limit=5)
@@ -191,33 +215,19 @@ def test_crud_writes_keep_the_search_documents_in_step(
     finally:
         service.delete(editor, entity="cms.contents", key=key)
         assert index.count(ENTITY.name, serving) == 0
-        for name in indexes.indexes_of(index.client, f"{index.prefix}_*"):
-            indexes.delete_index(index.client, name)
 
 
 @pytest.mark.integration
 def test_a_write_outside_the_embedded_modules_still_updates_the_search_documents(
-    es_settings: Settings, engine: object, embedder: object
+    crud_index: ElasticsearchRecords, engine: object, embedder: object
 ) -> None:
     """``RAGPLATE_EMBEDDINGS_MODULES`` decides what is embedded on write, not what fast
     search shows: unpublishing a record of a module left out removes it from search."""
-    from ragplate.tasks.crud.service import CrudService
-    from ragplate.tasks.people.accounts import create_person
-
-    index = ElasticsearchRecords(ElasticsearchRecords.from_settings(es_settings).client,
-                                 prefix=f"rpmod{uuid.uuid4().hex[:6]}")
-    every = CrudService(engine=engine, embedder_for=lambda profile: embedder,  # type: ignore[arg-type]
-                        search_index=index)
-    limited = CrudService(engine=engine, embedder_for=lambda profile: embedder,  # type: ignore[arg-type]
-                          search_index=index, embeddings_modules=("support",))
-    editor = create_person(engine, name=f"es-{uuid.uuid4().hex[:12]}", tenant="acme",  # type: ignore[arg-type]
-                           permissions=["cms.contents.read", "cms.contents.create",
-                                        "cms.contents.update", "cms.contents.delete"])
-    created = every.create(editor, entity="cms.contents", payload={
-        "locale": "en", "title": "Wombat care", "body": "Feeding wombats.",
-        "status": "published"}).record
-    assert created is not None
-    key = str(created["id"])
+    index = crud_index
+    every = crud_service(engine, embedder, index)
+    limited = crud_service(engine, embedder, index, embeddings_modules=("support",))
+    editor = content_editor(engine)
+    key = publish(every, editor, "Wombat care", "Feeding wombats.")
     try:
         assert keys(index.keyword_hits(ENTITY, query="wombat", locale="en",
                                        tenants=["acme"], limit=5)) == [key]
@@ -226,5 +236,3 @@ def test_a_write_outside_the_embedded_modules_still_updates_the_search_documents
                                   limit=5) == []
     finally:
         every.delete(editor, entity="cms.contents", key=key)
-        for name in indexes.indexes_of(index.client, f"{index.prefix}_*"):
-            indexes.delete_index(index.client, name)
