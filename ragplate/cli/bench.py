@@ -139,8 +139,9 @@ def retrieval(
     dataset: Annotated[
         list[Path] | None,
         typer.Option(help="Developer dataset to score (repeatable; default: the two public "
-                     "developer datasets and datasets/documentation-laraplate-dev.json, "
-                     "whose tuning and test parts count apart)."),
+                     "developer datasets, datasets/documentation-laraplate-dev.json, "
+                     "whose tuning and test parts count apart, and the held-out "
+                     "datasets/documentation-laraplate-heldout.json)."),
     ] = None,
     output: Annotated[Path, typer.Option(help="Where to write the figures.")] = Path(
         "reports/bench-retrieval.json"
@@ -163,7 +164,8 @@ def retrieval(
 
     datasets = dataset or [DEFAULT_DATASETS / "2026-09-17-developer-core-baseline.json",
                            DEFAULT_DATASETS / "2026-09-18-developer-retrieval.json",
-                           PROJECT_ROOT / "datasets" / "documentation-laraplate-dev.json"]
+                           PROJECT_ROOT / "datasets" / "documentation-laraplate-dev.json",
+                           PROJECT_ROOT / "datasets" / "documentation-laraplate-heldout.json"]
     run(corpus=corpus, datasets=datasets, output=output, only=recipe or [])
 
 

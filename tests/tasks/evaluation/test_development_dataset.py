@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from pathlib import Path
 
 from ragplate.catalog.datasets import DocumentationDataset
 from ragplate.catalog.settings import PROJECT_ROOT
@@ -39,3 +40,28 @@ def test_the_development_dataset_is_large_mixed_and_split_in_two() -> None:
     assert len(tuning.cases) + len(test.cases) == len(data.cases)
     assert abs(len(tuning.cases) - len(test.cases)) <= 0.2 * len(data.cases)
     assert dataset_part(data, "all") is data
+
+
+HELDOUT = PROJECT_ROOT / "datasets" / "documentation-laraplate-heldout.json"
+
+
+def test_the_held_out_dataset_is_separate_mixed_and_labelled_with_real_pages(
+    laraplate_corpus: Path,
+) -> None:
+    data = read_dataset(HELDOUT, DocumentationDataset).data
+    validate_documentation_dataset(data)
+    assert len(data.cases) >= 60
+    assert "tuning part" not in (data.description or "")  # scored whole, never split
+    locales = Counter(c.locale for c in data.cases)
+    assert locales["en"] >= 30 and locales["it"] >= 15
+    kinds = Counter(tag for c in data.cases for tag in c.slices)
+    for kind in ("howto", "concept", "config", "keyword", "multi-hop", "troubleshooting"):
+        assert kinds[kind] >= 4, kind
+    dev = read_dataset(DEV, DocumentationDataset).data
+    assert {c.id for c in data.cases}.isdisjoint(c.id for c in dev.cases)
+    assert {c.query.casefold() for c in data.cases}.isdisjoint(
+        c.query.casefold() for c in dev.cases)
+    labels = {label for c in data.cases for label in c.expected_source_labels}
+    missing = sorted(label for label in labels if not (laraplate_corpus / label).is_file())
+    assert not missing
+    assert len(labels) >= 30  # spread over the corpus, not a few pages
