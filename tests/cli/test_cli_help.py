@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -142,22 +143,17 @@ def test_the_command_named_help_has_its_own_usage(ragplate_home: Path) -> None:
         result.stdout)
 
 
-def _interrupt(child: pexpect.spawn) -> None:
-    """Ctrl-C, then the next prompt. The echo can come from the terminal before readline has
-    taken the keys in, and a SIGINT that lands then is only seen at the next key (CPython
-    checks for it when its wait for input is cut short): a race a person typing never runs
-    into. So if no prompt follows, Ctrl-E (end of line, which moves nothing) is that next
-    key; the line is dropped either way."""
-    child.sendintr()
-    if child.expect_exact([PROMPT, pexpect.TIMEOUT], timeout=5) == 0:
-        return
-    child.send("\x05")
-    child.expect_exact(PROMPT)
+def _as_in_a_terminal() -> None:
+    """Ctrl-C reaches the chat as it does a terminal's foreground program. A test run started
+    in the background of a non-interactive shell ignores SIGINT, and an ignored signal is
+    inherited across exec: the chat would never see the Ctrl-C the test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_the_chat_in_a_terminal(ragplate_home: Path, developer_index: DocumentStore) -> None:
     child = pexpect.spawn(sys.executable, ["-m", "ragplate", "help"],
                           env=_environment(ragplate_home), encoding="utf-8",
+                          preexec_fn=_as_in_a_terminal,
                           dimensions=(50, 200), timeout=30)
     try:
         child.expect("/help lists the commands")
@@ -179,10 +175,14 @@ def test_the_chat_in_a_terminal(ragplate_home: Path, developer_index: DocumentSt
         child.expect_exact("Unchanged sources are skipped by comparing their content hash.")
         child.expect_exact(PROMPT)
 
-        # Ctrl-C drops the line being typed; the chat goes on.
+        # Ctrl-C drops the line being typed; the chat goes on. Interrupted once the line is
+        # echoed: a SIGINT that lands while readline is still taking the keys in is only
+        # seen at the next key (CPython checks for it when its wait for input is cut short),
+        # a race a person typing never runs into.
         child.send("half a question")
         child.expect_exact("half a question")
-        _interrupt(child)
+        child.sendintr()
+        child.expect_exact(PROMPT)
 
         # Up once: commands are not kept in the history, so the question comes back.
         child.send(UP_ARROW)
@@ -211,6 +211,7 @@ def test_the_history_outlives_the_chat(ragplate_home: Path,
     (ragplate_home / "help_history").write_text("What is a profile key?\n", encoding="utf-8")
     child = pexpect.spawn(sys.executable, ["-m", "ragplate", "help"],
                           env=_environment(ragplate_home), encoding="utf-8",
+                          preexec_fn=_as_in_a_terminal,
                           dimensions=(50, 200), timeout=30)
     try:
         child.expect_exact(PROMPT)
