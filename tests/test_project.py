@@ -6,6 +6,7 @@ import asyncio
 import importlib
 import inspect
 import itertools
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -31,6 +32,40 @@ def test_readme_documents_every_setting() -> None:
 
 def test_every_setting_has_a_description() -> None:
     assert all(field.description for field in Settings.model_fields.values())
+
+
+def _commands(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, Any]]:
+    """Every visible leaf command of the CLI as ``("ragplate a b", command)``."""
+    if hasattr(command, "commands"):
+        return [leaf for name, sub in command.commands.items() if not sub.hidden
+                for leaf in _commands(sub, (*path, name))]
+    return [(" ".join(("ragplate", *path)), command)]
+
+
+def test_readme_cli_table_names_every_command_and_option() -> None:
+    import typer.main
+
+    from ragplate.cli import app
+
+    readme = (ROOT / "README.md").read_text()
+    # The first cell of each row of the CLI table (a literal "|" inside it is escaped).
+    cells = [re.split(r"(?<!\\)\|", line)[1] for line in readme.splitlines()
+             if line.startswith("| `ragplate ")]
+    commands = _commands(typer.main.get_command(app))
+    assert len(commands) > 30
+    gaps = {}
+    for name, command in commands:
+        rows = [c for c in cells if re.search("`" + re.escape(name) + r"(?=[ `])", c)]
+        missing = [
+            param.opts[0] for param in command.params
+            if param.param_type_name == "option" and "--help" not in param.opts
+            and not any(re.search(re.escape(flag) + r"(?![\w-])", row)
+                        for row in rows for flag in (*param.opts, *param.secondary_opts)
+                        if flag.startswith("--"))
+        ]
+        if not rows or missing:
+            gaps[name] = missing or ["(no row)"]
+    assert gaps == {}
 
 
 def test_readme_names_the_two_commands() -> None:
