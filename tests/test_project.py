@@ -68,6 +68,32 @@ def test_readme_cli_table_names_every_command_and_option() -> None:
     assert gaps == {}
 
 
+def _documented(readme: str, method: str, path: str) -> bool:
+    """Whether the README's API table names ``METHOD path``: any parameter name stands for
+    a parameter, and a row may add a sibling as `` `…/last` `` after its first path."""
+    def pattern(p: str) -> str:
+        return re.sub(r"\\\{[^}]*\\\}", r"\\{[^}]+\\}", re.escape(p))
+
+    if re.search(f"`{method} {pattern(path)}`", readme):
+        return True
+    parent, _, last = path.rpartition("/")
+    return any(f"`…/{last}`" in line and re.search(f"`{method} {pattern(parent)}/", line)
+               for line in readme.splitlines())
+
+
+def test_readme_api_table_names_every_route(tmp_path: Path) -> None:
+    from ragplate.api.app import create_app
+
+    readme = (ROOT / "README.md").read_text()
+    paths = create_app(Settings(home=tmp_path)).openapi()["paths"]
+    routes = [(method.upper(), path) for path, ops in paths.items() for method in ops]
+    assert len(routes) > 20
+    # Each declared entity has its own CRUD routes; the table names them once.
+    generic = [(m, re.sub(r"^/app/crud/(?!update/|approvals\b)[^/]+/[^/]+",
+                          "/app/crud/{module}/{entity}", p)) for m, p in routes]
+    assert [r for r in generic if not _documented(readme, *r)] == []
+
+
 def test_readme_names_the_two_commands() -> None:
     readme = (ROOT / "README.md").read_text()
     assert "make run" in readme and "make test" in readme
