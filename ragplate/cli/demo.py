@@ -33,9 +33,11 @@ def seed(
     """
     from ragplate.infra.environment import get_settings
     from ragplate.infra.runtime import Runtime
-    from ragplate.tasks.records.demo import reset_demo, seed_demo
+    from ragplate.tasks.records.demo import check_seed_options, reset_demo, seed_demo
     from ragplate.tasks.records.texts import embedding_profiles_for_writes
 
+    wanted = [loc.strip() for loc in locales.split(",") if loc.strip()]
+    check_seed_options(records=records, batch_size=batch_size, locales=wanted, tenant=tenant)
     runtime = Runtime(get_settings())
     engine = runtime.engine
     deleted = reset_demo(engine) if reset else 0
@@ -45,7 +47,7 @@ def seed(
         task = bar.add_task("cms.contents", total=records)
         summary = seed_demo(
             engine, records=records, profiles=profiles,
-            locales=[loc.strip() for loc in locales.split(",") if loc.strip()],
+            locales=wanted,
             tenant=tenant, batch_size=batch_size,
             embedder_for=lambda profile: runtime.embedder(profile),
             on_progress=lambda done, total: bar.update(task, completed=done, total=total),

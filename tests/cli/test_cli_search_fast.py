@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from ragplate.cli import app
+from ragplate.cli import app, main
 from tests.testing.records import reset_content
 
 pytestmark = pytest.mark.integration
@@ -44,3 +44,47 @@ def test_a_plain_question_finds_records_in_fast_mode(seeded: None, query: str) -
     assert any("indexes" in t for t in texts)
     scores = [h["score"] for h in hits]
     assert scores == sorted(scores, reverse=True) and scores[-1] > 0
+
+
+
+def run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+             *args: str) -> tuple[int, str]:
+    """Through ``main()``, which turns a ragplate error into one line and its exit code."""
+    monkeypatch.setattr("sys.argv", ["ragplate", *args])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    captured = capsys.readouterr()
+    return int(exited.value.code or 0), captured.err + captured.out
+
+
+@pytest.mark.parametrize(("option", "value"), [("--locale", "bad loc"),
+                                               ("--tenant", "bad tenant")])
+def test_search_refuses_a_locale_or_tenant_the_api_refuses(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        option: str, value: str) -> None:
+    code, out = run_main(monkeypatch, capsys, "search", "rebuild the index", "--mode", "fast",
+                         option, value)
+
+    assert code == 2, out
+    assert f"{value!r} is not valid" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--locales", "en,bad locale"], "'bad locale'"),
+    (["--tenant", "bad tenant"], "'bad tenant'"),
+])
+def test_demo_seed_refuses_bad_options_before_any_record_is_written(
+        seeded: None, engine: sa.Engine, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], args: list[str], named: str) -> None:
+    with engine.connect() as conn:
+        before = conn.execute(sa.text("SELECT count(*) FROM cms_contents")).scalar_one()
+    assert before > 0
+    code, out = run_main(monkeypatch, capsys, "demo", "seed", "--records", "1", "--reset",
+                         *args)
+
+    assert code == 2, out
+    assert named in out
+    assert "cms.contents" not in out  # no progress bar: refused before the work
+    with engine.connect() as conn:
+        # --reset did not run either: nothing already stored is lost.
+        assert conn.execute(sa.text("SELECT count(*) FROM cms_contents")).scalar_one() == before

@@ -19,6 +19,7 @@ import numpy as np
 from sqlalchemy.engine import Engine
 
 from ragplate.catalog.errors import InvalidInputError
+from ragplate.catalog.people import check_tenant
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.settings import BUNDLED_DOCS
 from ragplate.infra.records import content as content_sql
@@ -189,6 +190,20 @@ def reset_demo(engine: Engine) -> int:
         return content_sql.delete_all_contents(conn)
 
 
+def check_seed_options(*, records: int, batch_size: int, locales: Sequence[str],
+                       tenant: str) -> None:
+    """Refuse options ``seed_demo`` cannot honour, before any work is done."""
+    if records < 1 or batch_size < 1:
+        raise InvalidInputError("--records and the batch size must be at least 1")
+    bad = [loc for loc in locales if not LOCALE.match(loc)]
+    if bad or not locales:
+        raise InvalidInputError(f"--locales must be language tags such as en,it (got {bad})")
+    if not tenant.strip():
+        raise InvalidInputError("--tenant must be a non-empty string")
+    # The same rule as a person's tenant: records no person can belong to serve no one.
+    check_tenant(tenant)
+
+
 def seed_demo(
     engine: Engine,
     *,
@@ -212,13 +227,8 @@ def seed_demo(
     ``search_index`` (Elasticsearch), each batch's search documents are written after its
     transaction.
     """
-    if records < 1 or batch_size < 1:
-        raise InvalidInputError("--records and the batch size must be at least 1")
-    bad = [loc for loc in locales if not LOCALE.match(loc)]
-    if bad or not locales:
-        raise InvalidInputError(f"locales must be language tags such as en,it (got {bad})")
-    if not tenant.strip():
-        raise InvalidInputError("tenant must be a non-empty string")
+    check_seed_options(records=records, batch_size=batch_size, locales=locales,
+                       tenant=tenant)
     started = time.perf_counter()
     build = embedder_for or default_embedder
     embedders = [(profile, build(profile)) for profile in profiles]

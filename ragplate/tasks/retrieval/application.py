@@ -42,6 +42,7 @@ from sqlalchemy.engine import Engine
 
 from ragplate.catalog.entities import Entity, get_entity
 from ragplate.catalog.errors import ActiveProfileError
+from ragplate.catalog.people import check_locale, check_tenant
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.text import check_text
 from ragplate.infra.records.engines import PostgresRecordSearch, RecordSearch
@@ -168,8 +169,12 @@ def search_records(
     ``reranker_factory`` the reranker (deep; ``None``: none configured); ``records`` the
     engine that ranks (default: PostgreSQL through ``engine``)."""
     check_text(query, "query")
+    check_locale(locale)
     if tenant is not None:
         check_text(tenant, "tenant", blank_ok=True)
+        if tenant:
+            # A tenant no person can belong to would search only 'global' in silence.
+            check_tenant(tenant)
     ent = get_entity(entity, settings)
     strategy = resolve_strategy(
         mode, embedder_factory=None if serving is None else embedder_factory,
