@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from ragplate.cli import analytics_report
-from ragplate.cli.output import console, print_json
+from ragplate.cli.output import confirm, console, print_json
 
 if TYPE_CHECKING:
     from ragplate.infra.runtime import Runtime
@@ -90,8 +90,8 @@ def create_store_command(
 
     Example: ragplate analytics create-store --force --yes
     """
-    if force and not yes and not typer.confirm(
-            "Recreate the query analytics store? Every logged question is lost.", err=True):
+    if force and not yes and not confirm(
+            "Recreate the query analytics store? Every logged question is lost."):
         typer.echo("Nothing changed.", err=True)
         raise typer.Exit(1)
     created = _runtime().query_log.create(force=force)

@@ -171,3 +171,18 @@ def quiet_expected_errors() -> None:
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, _NoTracebackForExpectedErrors) for f in handler.filters):
             handler.addFilter(_NoTracebackForExpectedErrors())
+
+
+def confirm(question: str) -> bool:
+    """Ask ``question`` on stderr (default no). The end of the input (Ctrl-D, or nothing to
+    read as with ``< /dev/null``) answers no, as ``n`` does; Ctrl-C still aborts (130)."""
+    import typer
+
+    try:
+        return typer.confirm(question, default=False, err=True)
+    except typer.Abort as exc:
+        # The prompt raises Abort for both; only the interrupt stays one.
+        if isinstance(exc.__context__, EOFError):
+            typer.echo("", err=True)
+            return False
+        raise

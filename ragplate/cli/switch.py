@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from ragplate.cli.output import console, flow_progress, print_json, quiet_expected_errors
+from ragplate.cli.output import (
+    confirm,
+    console,
+    flow_progress,
+    print_json,
+    quiet_expected_errors,
+)
 
 if TYPE_CHECKING:
     # The switch catalog loads pydantic: only for the commands that use it.
@@ -57,7 +63,7 @@ def _check(runtime: Runtime, profile: str | None, resume: bool, abandon: bool, y
     if not interactive():
         raise SwitchRefusedError("refused: confirm with --yes when not on a terminal")
     # On stderr, so that --json leaves stdout to the JSON.
-    if not typer.confirm("Start the switch?", default=False, err=True):
+    if not confirm("Start the switch?"):
         typer.echo("Not started: nothing was changed.", err=True)
         raise typer.Exit(1)
     return action

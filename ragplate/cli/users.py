@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragplate.cli.output import console, print_json
+from ragplate.cli.output import confirm, console, print_json
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -124,7 +124,7 @@ def delete_command(
     """
     from ragplate.tasks.people.accounts import delete
 
-    if not yes and not typer.confirm(f"Delete {name} and their conversations?", err=True):
+    if not yes and not confirm(f"Delete {name} and their conversations?"):
         typer.echo("Nothing deleted.", err=True)
         raise typer.Exit(1)
     from ragplate.infra.environment import get_settings

@@ -86,11 +86,13 @@ def test_serve_beyond_loopback_says_so(host: str, warned: bool) -> None:
         assert host in notice and "\n" not in notice and "bearer token" in notice
 
 
-def test_declining_the_delete_deletes_nothing(engine: sa.Engine) -> None:
+@pytest.mark.parametrize("answer", ["n\n", ""], ids=["no", "end-of-input"])
+def test_declining_the_delete_deletes_nothing(engine: sa.Engine, answer: str) -> None:
     name = f"keep-{uuid.uuid4().hex[:6]}"
     assert run("users", "create", name)[0] == 0
 
-    result = CliRunner().invoke(app, ["users", "delete", name, "--json"], input="n\n")
+    # No input at all (``< /dev/null``) answers no, as ``n`` does: exit 1, not an abort.
+    result = CliRunner().invoke(app, ["users", "delete", name, "--json"], input=answer)
 
     assert result.exit_code == 1 and "Nothing deleted." in result.output
     assert name in run("users", "list", "--json")[1]
