@@ -31,7 +31,7 @@ from ragplate.cli import (
     users,
 )
 from ragplate.cli import help as help_assistant  # not ``help``: the builtin keeps its name
-from ragplate.cli.output import configure_logging
+from ragplate.cli.output import configure_logging, end_on_closed_stdout
 from ragplate.cli.typer_style import apply as _tidy_typer_help
 from ragplate.infra.home import ragplate_home, use_home_for_prefect
 
@@ -90,6 +90,14 @@ def undecodable_argument(arguments: list[str]) -> str | None:
 
 def main() -> None:
     """Entry point: run the app; a RagplateError becomes one line and its exit code."""
+    try:
+        _main()
+        sys.stdout.flush()  # here, so that a closed pipe is seen below, not at exit
+    except BrokenPipeError:  # a reader that closed the pipe early (``| head -1``)
+        end_on_closed_stdout()
+
+
+def _main() -> None:
     configure_logging()
     # Before any command imports prefect (which creates its home then): under RAGPLATE_HOME.
     use_home_for_prefect(ragplate_home(os.environ))

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
 
@@ -22,6 +22,24 @@ if TYPE_CHECKING:
 PIPE_WIDTH = 200
 
 
+class PipeConsole(Console):
+    """A Rich console for which a reader that closes the pipe early (``| head -1``) ends
+    the command quietly with exit 0 (Rich's own answer is exit 1): the reader has what it
+    wanted."""
+
+    def on_broken_pipe(self) -> None:
+        """Exit 0 quietly (see :func:`end_on_closed_stdout`)."""
+        end_on_closed_stdout()
+
+
+def end_on_closed_stdout() -> NoReturn:
+    """The reader of stdout is gone: send later writes, Python's own flush at exit
+    included, nowhere, and exit 0."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise SystemExit(0)
+
+
 def make_console(*, stderr: bool = False) -> Console:
     """A Rich console on stdout (or stderr) that is :data:`PIPE_WIDTH` wide when that
     stream is not a terminal and ``COLUMNS`` is unset."""
@@ -31,7 +49,7 @@ def make_console(*, stderr: bool = False) -> Console:
     except (AttributeError, ValueError):  # replaced or closed stream
         terminal = False
     wide = not terminal and not os.environ.get("COLUMNS")
-    return Console(stderr=stderr, width=PIPE_WIDTH if wide else None)
+    return PipeConsole(stderr=stderr, width=PIPE_WIDTH if wide else None)
 
 
 console = make_console()
@@ -39,7 +57,10 @@ console = make_console()
 
 def print_json(data: Any) -> None:
     """Machine-readable output: plain JSON on stdout, nothing else."""
-    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    try:
+        print(json.dumps(data, indent=2, ensure_ascii=False, default=str), flush=True)
+    except BrokenPipeError:  # caught here: Click would turn it into exit 1
+        end_on_closed_stdout()
 
 
 def progress_bar(json_output: bool) -> Progress:

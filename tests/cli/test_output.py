@@ -197,3 +197,22 @@ def test_a_log_line_written_while_a_bar_is_drawn_goes_above_the_bar(
 
     assert "Finished in state Completed()" in screen.getvalue()
     assert sys.__stderr__.getvalue() == ""
+
+
+@pytest.mark.parametrize("args", [["guardrails", "screen", "hello"],
+                                  ["guardrails", "screen", "hello", "--json"]],
+                         ids=["console", "json"])
+def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly(
+        args: list[str], tmp_path: Path) -> None:
+    read, write = os.pipe()
+    os.close(read)  # as `| head -1` does once it has its line: every write now fails
+    env = {**os.environ, "RAGPLATE_HOME": str(tmp_path / "home")}
+    try:
+        done = subprocess.run([sys.executable, "-m", "ragplate", *args], stdout=write,
+                              stderr=subprocess.PIPE, text=True, env=env, timeout=120,
+                              check=False)
+    finally:
+        os.close(write)
+
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
