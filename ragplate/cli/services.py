@@ -117,7 +117,7 @@ def serve(
 
 
 def exposure_notice(host: str) -> str | None:
-    """One line when the API binds beyond loopback: every route but /health needs a bearer
+    """One line when the API binds beyond loopback: every data route needs a bearer
     token, yet the address is reachable by other machines."""
     import ipaddress
 
@@ -128,21 +128,31 @@ def exposure_notice(host: str) -> str | None:
             return None
     except ValueError:
         pass  # a host name: may resolve to anything
-    return (f"Serving on {host}, reachable beyond this machine: every route but /health "
-            "needs a bearer token (ragplate users token NAME); put TLS in front of it.")
+    return (f"Serving on {host}, reachable beyond this machine: every data route needs a "
+            "bearer token (ragplate users token NAME; /health, the API documentation and "
+            "the chat page's files are open); put TLS in front of it.")
 
 
 def check_port_free(host: str, port: int) -> None:
     """Raise :class:`ServiceError` (one line, exit 3) when ``host:port`` cannot be bound,
     e.g. another ``serve`` holds it, rather than uvicorn's log lines."""
-    from ragplate.catalog.errors import ServiceError
+    import errno
+    import socket
+
+    from ragplate.catalog.errors import ConfigurationError, ServiceError
     from ragplate.infra.ports import bind_error
 
     error = bind_error(host, port)
-    if error is not None:
-        raise ServiceError(f"cannot serve on {host}:{port}: {error.strerror or error}; stop "
-                           "what holds the port or choose another with --port or "
-                           "RAGPLATE_API_PORT")
+    if error is None:
+        return
+    reason = error.strerror or str(error)
+    if isinstance(error, socket.gaierror) or error.errno == errno.EADDRNOTAVAIL:
+        # Not a busy port: the host is no address of this machine (a configuration error).
+        raise ConfigurationError(f"cannot serve on {host}:{port}: {reason}; the host "
+                                 "(--host or RAGPLATE_API_HOST) must be an address of this "
+                                 "machine, e.g. 127.0.0.1 or 0.0.0.0")
+    raise ServiceError(f"cannot serve on {host}:{port}: {reason}; stop what holds the port "
+                       "or choose another with --port or RAGPLATE_API_PORT")
 
 
 def register(app: typer.Typer) -> None:

@@ -267,6 +267,19 @@ def test_serve_refuses_a_port_another_server_holds_in_one_line() -> None:
     check_port_free("127.0.0.1", port)  # free again: no error
 
 
+@pytest.mark.parametrize("host", ["999.1.1.1", "no-such-host.invalid", "192.0.2.7"])
+def test_serve_names_a_host_that_is_not_of_this_machine_as_configuration(host: str) -> None:
+    from ragplate.catalog.errors import ConfigurationError
+    from ragplate.cli.services import check_port_free
+
+    with pytest.raises(ConfigurationError) as error:
+        check_port_free(host, 8000)
+
+    assert str(error.value).startswith(f"cannot serve on {host}:8000: ")
+    assert "RAGPLATE_API_HOST" in str(error.value) and "holds the port" not in str(error.value)
+    assert error.value.exit_code == 2
+
+
 def test_ctrl_c_exits_130_saying_aborted(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
