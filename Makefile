@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint bench clean
+.PHONY: run test install lint bench clean bytecode
 
 # Bytecode is compiled at install: where Python may not write it (PYTHONDONTWRITEBYTECODE)
 # every command would compile its dependencies again: about a second more per CLI start.
@@ -14,11 +14,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/uv pip install --python $(BIN)/python --quiet --compile-bytecode -e '.[dev]'
 	touch $(STAMP)
 
+# The editable package itself is not compiled by the install: compiled here (only what
+# changed since), so that `make run`'s commands start as fast as the dependencies do.
+bytecode: $(STAMP)
+	$(BIN)/python -m compileall -q ragplate
+
 install: $(STAMP)
 
 ## Index the bundled docs/ through the Prefect flow, answer a sample question, serve the API
 ## (on RAGPLATE_API_HOST:RAGPLATE_API_PORT, default 127.0.0.1:8000: checked first, before any work).
-run: $(STAMP)
+run: $(STAMP) bytecode
 	$(BIN)/ragplate serve --check
 	$(BIN)/ragplate up
 	$(BIN)/ragplate index-docs
