@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from ragplate.cli import analytics_report
-from ragplate.cli.output import confirm, console, print_json
+from ragplate.cli.output import confirm, console, examples, print_json
 
 if TYPE_CHECKING:
     from ragplate.infra.runtime import Runtime
@@ -105,7 +105,11 @@ def create_store_command(
 def register(app: typer.Typer) -> None:
     """Attach the ``analytics`` group."""
     group = typer.Typer(help="Documentation query analytics: retention, erasure, the "
-                        "corpus-gap report.", no_args_is_help=True)
+                        "corpus-gap report.", no_args_is_help=True,
+                        epilog=examples(
+                            "ragplate analytics report --since 7d --output gaps.html",
+                            "ragplate analytics erase ada",
+                            "ragplate analytics prune --json"))
     group.command("prune")(prune_command)
     group.command("erase")(erase_command)
     group.command("create-store")(create_store_command)

@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragplate.cli.output import console, print_json
+from ragplate.cli.output import console, examples, print_json
 
 
 def writes_command(
@@ -52,6 +52,8 @@ def writes_command(
 
 def register(app: typer.Typer) -> None:
     """Attach the ``audit`` group."""
-    group = typer.Typer(help="Audit trails.", no_args_is_help=True)
+    group = typer.Typer(help="Audit trails.", no_args_is_help=True,
+                        epilog=examples(
+                            "ragplate audit writes --since 24h --json"))
     group.command("writes")(writes_command)
     app.add_typer(group, name="audit")

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ragplate.cli.output import examples
 from ragplate.cli.paths import BUNDLED_DOCS, PROJECT_ROOT
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "laraplate"
@@ -198,7 +199,11 @@ def assistant(
 
 def register(app: typer.Typer) -> None:
     """Attach the ``bench`` group to the root app."""
-    group = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
+    group = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True,
+                        epilog=examples(
+                            "ragplate bench retrieval --corpus ../shared/corpora/laraplate",
+                            "ragplate bench indexing --output reports/bench-indexing.json",
+                            "ragplate bench assistant"))
     group.command("indexing")(indexing)
     group.command("switch")(switch)
     group.command("fusion")(fusion)

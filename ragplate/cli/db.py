@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ragplate.cli.output import console
+from ragplate.cli.output import console, examples
 
 
 def db_upgrade(revision: Annotated[str, typer.Argument()] = "head") -> None:
@@ -24,6 +24,8 @@ def db_upgrade(revision: Annotated[str, typer.Argument()] = "head") -> None:
 
 def register(app: typer.Typer) -> None:
     """Attach the ``db`` group to the root app."""
-    group = typer.Typer(help="Database schema.", no_args_is_help=True)
+    group = typer.Typer(help="Database schema.", no_args_is_help=True,
+                        epilog=examples(
+                            "ragplate db upgrade"))
     group.command("upgrade")(db_upgrade)
     app.add_typer(group, name="db")

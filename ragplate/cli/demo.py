@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ragplate.cli.output import console, print_json, progress_bar
+from ragplate.cli.output import console, examples, print_json, progress_bar
 
 
 def seed(
@@ -68,6 +68,8 @@ def seed(
 
 def register(app: typer.Typer) -> None:
     """Attach the ``demo`` group to the root app."""
-    group = typer.Typer(help="Demo data for application search.", no_args_is_help=True)
+    group = typer.Typer(help="Demo data for application search.", no_args_is_help=True,
+                        epilog=examples(
+                            "ragplate demo seed --records 500 --locales en,it"))
     group.command("seed")(seed)
     app.add_typer(group, name="demo")

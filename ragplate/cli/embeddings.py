@@ -8,7 +8,7 @@ import typer
 
 from ragplate.catalog.errors import DimensionMismatchError
 from ragplate.cli import switch
-from ragplate.cli.output import console, print_json
+from ragplate.cli.output import console, examples, print_json
 
 
 def probe_command(
@@ -50,7 +50,13 @@ def register(app: typer.Typer) -> None:
     """Attach the ``embeddings`` group (the probe here, the switch's commands from
     :mod:`ragplate.cli.switch`) to the root app."""
     group = typer.Typer(help="Embedding profiles: probe a profile's provider, switch the "
-                        "serving model.", no_args_is_help=True)
+                        "serving model.", no_args_is_help=True,
+                        epilog=examples(
+                            "ragplate embeddings probe local:intfloat/multilingual-e5-small",
+                            "ragplate embeddings status --json",
+                            "ragplate embeddings switch "
+                            "local:cnmoro/portuguese-multilingual-e5-small --yes",
+                            "ragplate embeddings switch --resume"))
     group.command("probe")(probe_command)
     switch.register(group)
     app.add_typer(group, name="embeddings")

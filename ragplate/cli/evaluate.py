@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.cli import evaluate_assistant, evaluate_content
-from ragplate.cli.output import console, print_json, quiet_expected_errors
+from ragplate.cli.output import console, examples, print_json, quiet_expected_errors
 
 
 class IndexName(StrEnum):
@@ -171,7 +171,14 @@ def register(app: typer.Typer) -> None:
     ``application-content`` and ``strategies`` from :mod:`ragplate.cli.evaluate_content`,
     ``assistant`` from :mod:`ragplate.cli.evaluate_assistant`."""
     group = typer.Typer(help="Evaluate retrieval against graded datasets; reports as JSON + "
-                        "HTML.", no_args_is_help=True)
+                        "HTML.", no_args_is_help=True,
+                        epilog=examples(
+                            "ragplate evaluate documentation --index developer "
+                            "--dataset datasets/documentation-laraplate-dev.json "
+                            "--output reports/dev.json --min-mrr 0.8",
+                            "ragplate evaluate check datasets/documentation-laraplate-dev.json",
+                            "ragplate evaluate assistant --dataset datasets/assistant-fixture.json "
+                            "--output reports/assistant.json"))
     group.command("documentation")(documentation)
     group.command("check")(check)
     evaluate_content.register(group)

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ragplate.cli.output import console, print_json
+from ragplate.cli.output import console, examples, print_json
 
 PROFILES = ("developer", "user", "all")
 
@@ -54,6 +54,9 @@ def create_command(
 
 def register(app: typer.Typer) -> None:
     """Attach the ``index`` group."""
-    group = typer.Typer(help="The documentation indexes themselves.", no_args_is_help=True)
+    group = typer.Typer(help="The documentation indexes themselves.", no_args_is_help=True,
+                        epilog=examples(
+                            "ragplate index create --profile all --json",
+                            "ragplate index create --profile user --force"))
     group.command("create")(create_command)
     app.add_typer(group, name="index")

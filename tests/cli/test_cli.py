@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -57,6 +58,28 @@ def test_command_help_has_an_example(runner: CliRunner) -> None:
 
     assert result.exit_code == 0
     assert "Example: ragplate retrieve" in result.output
+
+
+def _every_command(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = [path]
+    for name, sub in getattr(command, "commands", {}).items():
+        if not sub.hidden:
+            found += _every_command(sub, (*path, name))
+    return found
+
+
+def test_every_command_and_group_help_shows_an_example_of_itself(runner: CliRunner) -> None:
+    import typer.main
+
+    paths = _every_command(typer.main.get_command(app))[1:]
+    assert len(paths) > 40
+    missing = []
+    for path in paths:
+        result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, (path, result.output)
+        if "Example" not in result.output or f"ragplate {' '.join(path)}" not in result.output:
+            missing.append(" ".join(path))
+    assert missing == []
 
 
 def test_probe_local_profile_as_json(runner: CliRunner) -> None:
