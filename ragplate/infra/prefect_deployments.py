@@ -251,6 +251,11 @@ def worker_process(settings: Settings, root: Path,
 WORKER_STOP_SECONDS = 30.0
 
 
+#: Seconds a stopped worker with no flow run in progress has to leave on its own before it
+#: is killed (a process worker may linger in its graceful shutdown while idle).
+IDLE_STOP_SECONDS = 1.0
+
+
 def run_worker(command: list[str], env: dict[str, str], root: Path, *,
                stop_seconds: float = WORKER_STOP_SECONDS,
                say: Callable[[str], None] = print) -> int:
@@ -298,6 +303,15 @@ def run_worker(command: list[str], env: dict[str, str], root: Path, *,
         with contextlib.suppress(ProcessLookupError):
             process.send_signal(signal.SIGTERM)
 
+    def running_flow_runs() -> bool:
+        # Every process but the worker itself: its children and the orphaned flow runs.
+        for child in seen.values():
+            with contextlib.suppress(psutil.Error):
+                if (child.pid != process.pid and child.is_running()
+                        and child.status() != psutil.STATUS_ZOMBIE):
+                    return True
+        return False
+
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         while True:
@@ -305,6 +319,14 @@ def run_worker(command: list[str], env: dict[str, str], root: Path, *,
                 return process.wait(timeout=0.5)
             except subprocess.TimeoutExpired:
                 note()
+                if (stopping and time.monotonic() - stopping[0] > IDLE_STOP_SECONDS
+                        and not running_flow_runs()):
+                    # Nothing to let finish: a lingering idle worker would only wait out
+                    # the delay (and could still take a new flow run meanwhile).
+                    say("No flow run in progress: the worker is stopped.")
+                    kill_group()
+                    process.wait()
+                    return 0
                 if stopping and time.monotonic() - stopping[0] > stop_seconds:
                     say(f"The worker did not stop within {stop_seconds:g} s: killed.")
                     kill_group()

@@ -16,12 +16,15 @@ import pytest
 #: A stand-in for a Prefect worker: it starts a "flow run" in a session of its own (as a
 #: process worker does), writes that pid, then either leaves on SIGTERM or ignores it.
 WORKER = textwrap.dedent("""
-    import signal, subprocess, sys, time
-    if sys.argv[2] == "lingers":
+    import os, signal, subprocess, sys, time
+    if sys.argv[2].endswith("lingers"):
         signal.signal(signal.SIGTERM, lambda *_: print("still shutting down", flush=True))
-    run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
-                           start_new_session=True)
-    open(sys.argv[1], "w").write(str(run.pid))
+    if sys.argv[2].startswith("idle"):  # no flow run: its own pid instead
+        open(sys.argv[1], "w").write(str(os.getpid()))
+    else:
+        run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                               start_new_session=True)
+        open(sys.argv[1], "w").write(str(run.pid))
     while True:
         time.sleep(0.1)
 """)
@@ -73,7 +76,22 @@ def test_one_sigterm_stops_the_worker_and_what_it_started(tmp_path: Path,
     assert time.monotonic() - started < 10  # the 2 s allowed, then killed
     assert "Stopping the worker" in output
     assert ("did not stop within 2 s" in output) == (behaviour == "lingers")
+    assert "No flow run in progress" not in output  # a flow run was: it had its delay
     assert _gone(flow_run), "the flow run's process outlived the worker"
+
+
+def test_an_idle_worker_that_lingers_is_stopped_without_waiting_out_the_delay(
+        tmp_path: Path) -> None:
+    supervisor, worker = _start(tmp_path, "idle-lingers")
+
+    supervisor.send_signal(signal.SIGTERM)
+    output, _ = supervisor.communicate(timeout=20)
+
+    assert "still shutting down" in output  # it did linger
+    assert "No flow run in progress: the worker is stopped." in output
+    assert "did not stop within" not in output
+    assert "exit 0" in output
+    assert _gone(worker)
 
 
 def test_a_second_signal_kills_at_once(tmp_path: Path) -> None:
