@@ -68,11 +68,11 @@ def documentation(
         datasets/switch-gate-docs.json --output reports/gate.json --min-hit-at-5 0.9
         --min-mrr 0.8
     """
-    from ragplate.tasks.evaluation.reports import check_output
+    from ragplate.tasks.evaluation.reports import check_extra_output, check_output
 
     check_output(output, force=force)  # refuse before starting any service
     if cases is not None:
-        check_output(cases, force=force)
+        check_extra_output(cases, option="--cases", report=output, force=force)
     if corpus is not None and mode is not Mode.deterministic:
         raise InvalidInputError("--corpus is only for --mode deterministic")
     from ragplate.catalog.datasets import DocumentationDataset

@@ -46,9 +46,8 @@ def evaluate_documentation(
     if chosen not in STRATEGIES:
         raise InvalidInputError(f"--retrieval {chosen!r}: expected one of {', '.join(STRATEGIES)}")
     path = steps.check_output(output, force)
-    if (cases_output is not None
-            and steps.check_output(cases_output, force).resolve() == path.resolve()):
-        raise InvalidInputError(f"--cases {cases_output}: is the report's --output")
+    if cases_output is not None:
+        steps.check_cases_output(cases_output, path, force)
     loaded = steps.load_documentation_dataset(dataset, index)
     cases.refuse_private_cases(loaded.data, cases_output)
     steps.validate_dataset(loaded)

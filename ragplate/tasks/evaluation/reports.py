@@ -46,29 +46,43 @@ def html_path(output: Path) -> Path:
     return output.with_suffix(".html")
 
 
-def check_output(output: Path | str, *, force: bool) -> Path:
-    """Refuse an output that is an HTML name, or that exists or whose HTML page exists
-    (without ``force``), or whose directory is missing or not writable; returns the path.
-    Run it before the evaluation, so a long run does not end in a refusal."""
+def check_output(output: Path | str, *, force: bool, option: str = "--output",
+                 page: bool = True) -> Path:
+    """Refuse an output that exists (without ``force``) or whose directory is missing or
+    not writable; returns the path. With ``page`` (a report, whose HTML page goes beside
+    it) also an HTML name, and an existing page. ``option`` names the output in the
+    messages (``--cases`` for the per-case file, which has no page). Run it before the
+    evaluation, so a long run does not end in a refusal."""
     path = Path(output)
-    if path.suffix.lower() == ".html":
-        raise InvalidInputError(f"--output {path}: names the JSON report, and its HTML page "
+    if page and path.suffix.lower() == ".html":
+        raise InvalidInputError(f"{option} {path}: names the JSON report, and its HTML page "
                                 f"is written beside it with the suffix .html; give the "
                                 f"report another suffix (e.g. {path.with_suffix('.json')})")
     if path.is_dir():
-        raise InvalidInputError(f"--output {path}: is a directory, not a report file")
+        raise InvalidInputError(f"{option} {path}: is a directory, not a file")
     if path.exists() and not force:
-        raise ReportExistsError(f"--output {path}: the report already exists (pass --force "
+        what = "the report" if page else "the file"
+        raise ReportExistsError(f"{option} {path}: {what} already exists (pass --force "
                                 "to overwrite it, or choose another path)")
-    page = html_path(path)
-    if page.exists() and not force:
-        raise ReportExistsError(f"--output {path}: its HTML page {page} already exists "
-                                "(pass --force to overwrite it, or choose another path)")
+    if page and html_path(path).exists() and not force:
+        raise ReportExistsError(f"{option} {path}: its HTML page {html_path(path)} already "
+                                "exists (pass --force to overwrite it, or choose another path)")
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
-        raise InvalidInputError(f"--output {path}: directory {directory} does not exist")
+        raise InvalidInputError(f"{option} {path}: directory {directory} does not exist")
     if not os.access(directory, os.W_OK | os.X_OK):
-        raise InvalidInputError(f"--output {path}: directory {directory} is not writable")
+        raise InvalidInputError(f"{option} {path}: directory {directory} is not writable")
+    return path
+
+
+def check_extra_output(output: Path | str, *, option: str, report: Path | str,
+                       force: bool) -> Path:
+    """Check a file a run writes besides its report (``--cases``): as :func:`check_output`
+    without an HTML page, and neither the report nor its page."""
+    path = check_output(output, force=force, option=option, page=False)
+    taken = Path(report).resolve()
+    if path.resolve() in (taken, html_path(taken)):
+        raise InvalidInputError(f"{option} {path}: is the report's --output or its HTML page")
     return path
 
 

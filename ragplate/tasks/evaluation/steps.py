@@ -47,6 +47,13 @@ def check_output(output: str, force: bool) -> Path:
     return reports.check_output(output, force=force)
 
 
+@task(name="check-cases-output", cache_policy=NO_CACHE)
+def check_cases_output(path: str, report: Path, force: bool) -> Path:
+    """Refuse an existing per-case file (without ``force``), an unwritable directory, or the
+    report's own path or page."""
+    return reports.check_extra_output(path, option="--cases", report=report, force=force)
+
+
 @task(name="load-dataset", cache_policy=NO_CACHE)
 def load_documentation_dataset(path: str, index: str) -> LoadedDataset[DocumentationDataset]:
     """Read the dataset with the shared caps and check it targets ``index``."""
@@ -164,7 +171,7 @@ def write_report(output: Path, report: dict[str, Any], force: bool, html: str) -
 def write_cases(path: str, document: dict[str, Any], force: bool) -> Path:
     """The per-case file (``--cases``), atomically; refused like a report when it exists
     without ``force``."""
-    target = reports.check_output(path, force=force)
+    target = reports.check_output(path, force=force, option="--cases", page=False)
     reports.assert_no_content(document, "cases")
     try:
         reports.write_atomic(target, reports.render_json(document))

@@ -25,6 +25,7 @@ from ragplate.tasks.evaluation.pages import (
 from ragplate.tasks.evaluation.reports import (
     ReportExistsError,
     assert_no_content,
+    check_extra_output,
     check_output,
     render_json,
     write_report,
@@ -191,6 +192,32 @@ def test_an_existing_page_is_refused_before_the_run(tmp_path: Path) -> None:
         check_output(tmp_path / "r.json", force=False)
     assert check_output(tmp_path / "r.json", force=True) == tmp_path / "r.json"
     assert (tmp_path / "r.html").read_text() == "<p>kept</p>"
+
+
+def test_the_cases_file_is_checked_under_its_own_option_without_a_page(
+        tmp_path: Path) -> None:
+    report = tmp_path / "a.json"
+    existing = tmp_path / "c.json"
+    existing.write_text("{}")
+    with pytest.raises(ReportExistsError,
+                       match=r"^--cases .*c\.json: the file already exists .*--force"):
+        check_extra_output(existing, option="--cases", report=report, force=False)
+    with pytest.raises(InvalidInputError,
+                       match=r"^--cases /nonexist/c\.json: directory /nonexist does not exist"):
+        check_extra_output("/nonexist/c.json", option="--cases", report=report, force=False)
+    # It writes no HTML page: an .html name is a file like another, and a sibling page
+    # that exists is none of its business.
+    (tmp_path / "d.html").write_text("<p>kept</p>")
+    assert check_extra_output(tmp_path / "d.json", option="--cases", report=report,
+                              force=False) == tmp_path / "d.json"
+    assert check_extra_output(tmp_path / "x.html", option="--cases", report=report,
+                              force=False) == tmp_path / "x.html"
+    # But never the report, nor the page written beside it.
+    for taken in (report, tmp_path / "a.html", tmp_path / "." / "a.json"):
+        with pytest.raises(InvalidInputError, match=r"^--cases .*: is the report's --output "
+                                                    r"or its HTML page"):
+            check_extra_output(taken, option="--cases", report=report, force=True)
+    assert check_output(existing, force=True, option="--cases", page=False) == existing
 
 
 @pytest.mark.parametrize("key", ["query", "text", "excerpt", "Content"])
