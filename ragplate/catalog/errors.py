@@ -232,9 +232,21 @@ class UnknownEntityError(InvalidInputError):
 class BelowThresholdError(RagplateError):
     """An evaluation measured a figure below the threshold it was given (``--min-mrr``,
     ``--min-hit-at-5``): the report is written, and the run fails so CI and the weekly
-    deployment see it. Exit code 1."""
+    deployment see it. Exit code 1. ``failed`` lists the thresholds missed (``threshold``,
+    ``minimum``, ``value``) and ``report`` is the report written, for ``--json``."""
 
     exit_code = 1
+
+    def __init__(self, message: str, *, failed: list[dict[str, Any]] | None = None,
+                 report: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.failed = list(failed or [])
+        self.report = report
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keeps the error picklable with what it carries (Prefect may persist failures).
+        return (partial(self.__class__, failed=self.failed, report=self.report),
+                (str(self),))
 
 
 class AuthenticationError(RagplateError):

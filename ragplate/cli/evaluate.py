@@ -90,15 +90,25 @@ def documentation(
     runtime = Runtime(get_settings())
     if mode is Mode.live:
         runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
+    from ragplate.catalog.errors import BelowThresholdError
+
     with prefect_api(runtime.settings):
         from ragplate.flows.evaluate_documentation import evaluate_documentation
         quiet_expected_errors()
 
-        report = evaluate_documentation(
-            index=index.value, dataset=str(dataset), output=str(output), force=force,
-            mode=mode.value, strategy=retrieval.value if retrieval else None,
-            corpus=str(corpus) if corpus else None, cases_output=str(cases) if cases else None,
-            min_hit_at_5=min_hit_at_5, min_mrr=min_mrr)
+        try:
+            report = evaluate_documentation(
+                index=index.value, dataset=str(dataset), output=str(output), force=force,
+                mode=mode.value, strategy=retrieval.value if retrieval else None,
+                corpus=str(corpus) if corpus else None,
+                cases_output=str(cases) if cases else None,
+                min_hit_at_5=min_hit_at_5, min_mrr=min_mrr)
+        except BelowThresholdError as exc:
+            # The report is written: --json still prints it, with the thresholds missed,
+            # before the error exits 1.
+            if json_output and exc.report is not None:
+                print_json({**exc.report, "thresholds_failed": exc.failed})
+            raise
     if json_output:
         print_json(report)
         return

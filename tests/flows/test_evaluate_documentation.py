@@ -191,14 +191,30 @@ def test_a_figure_below_its_threshold_exits_1_after_writing_the_report_and_cases
                           "first_relevant_rank", "unavailable", "passed"}
     assert "Failing cases" in output.with_suffix(".html").read_text(encoding="utf-8")
 
+    # With --json the report is still printed, with the thresholds missed, then exit 1.
+    as_json = subprocess.run(
+        [sys.executable, "-m", "ragplate", "evaluate", "documentation", "--index", "developer",
+         "--dataset", str(DATASETS / "documentation-developer-fixture.json"),
+         "--output", str(output), "--force", "--mode", "deterministic",
+         "--min-hit-at-5", "0.5", "--min-mrr", "0.99", "--json"],
+        capture_output=True, text=True, timeout=300, check=False, env=environ)
+    assert as_json.returncode == 1, as_json.stderr
+    printed = json.loads(as_json.stdout)
+    assert printed.pop("thresholds_failed") == [
+        {"threshold": "--min-mrr", "minimum": 0.99, "value": mrr}]
+    assert printed == json.loads(output.read_text(encoding="utf-8"))
+    assert as_json.stderr.strip().splitlines()[-1] == (
+        f"Error: MRR {mrr} < --min-mrr 0.99 (report {output})")
+
     # Thresholds it reaches: exit 0.
     passing = subprocess.run(
         [sys.executable, "-m", "ragplate", "evaluate", "documentation", "--index", "developer",
          "--dataset", str(DATASETS / "documentation-developer-fixture.json"),
          "--output", str(output), "--force", "--mode", "deterministic",
-         "--min-hit-at-5", "0.5", "--min-mrr", str(mrr)],
+         "--min-hit-at-5", "0.5", "--min-mrr", str(mrr), "--json"],
         capture_output=True, text=True, timeout=300, check=False, env=environ)
     assert passing.returncode == 0, passing.stderr
+    assert json.loads(passing.stdout) == json.loads(output.read_text(encoding="utf-8"))
 
 
 def test_cli_refuses_cases_of_a_private_dataset_before_running(tmp_path: Path) -> None:

@@ -90,27 +90,37 @@ class Thresholds:
                 raise InvalidInputError(f"{flag} {value}: expected a figure from 0 to 1")
 
 
+#: How a figure is named in the message of a threshold it misses.
+FIGURE_NAMES = {"--min-hit-at-5": "hit@5", "--min-mrr": "MRR"}
+
+
+def misses(thresholds: Thresholds, outcomes: Sequence[CaseOutcome],
+           report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each threshold the run misses, as ``{"threshold": "--min-mrr", "minimum": 0.99,
+    "value": 0.6042}`` (what ``--json`` prints beside the report)."""
+    measured: list[tuple[str, float | None, float]] = [
+        ("--min-hit-at-5", thresholds.min_hit_at_5, hit_at(outcomes)),
+        ("--min-mrr", thresholds.min_mrr, float(report["metrics"]["mean_reciprocal_rank"])),
+    ]
+    return [{"threshold": flag, "minimum": minimum, "value": value}
+            for flag, minimum, value in measured if minimum is not None and value < minimum]
+
+
 def below(thresholds: Thresholds, outcomes: Sequence[CaseOutcome],
           report: dict[str, Any]) -> list[str]:
     """Each figure below its threshold, as ``"MRR 0.6042 < --min-mrr 0.99"``."""
-    failures = []
-    if thresholds.min_hit_at_5 is not None:
-        value = hit_at(outcomes)
-        if value < thresholds.min_hit_at_5:
-            failures.append(f"hit@5 {value} < --min-hit-at-5 {thresholds.min_hit_at_5}")
-    if thresholds.min_mrr is not None:
-        value = float(report["metrics"]["mean_reciprocal_rank"])
-        if value < thresholds.min_mrr:
-            failures.append(f"MRR {value} < --min-mrr {thresholds.min_mrr}")
-    return failures
+    return [f"{FIGURE_NAMES[m['threshold']]} {m['value']} < {m['threshold']} {m['minimum']}"
+            for m in misses(thresholds, outcomes, report)]
 
 
 def enforce(thresholds: Thresholds, outcomes: Sequence[CaseOutcome],
             report: dict[str, Any], output: str) -> None:
-    """Raise :class:`BelowThresholdError` naming every figure below its threshold."""
+    """Raise :class:`BelowThresholdError` naming every figure below its threshold; it
+    carries the misses and the report, which ``--json`` still prints."""
     failures = below(thresholds, outcomes, report)
     if failures:
-        raise BelowThresholdError(f"{'; '.join(failures)} (report {output})")
+        raise BelowThresholdError(f"{'; '.join(failures)} (report {output})",
+                                  failed=misses(thresholds, outcomes, report), report=report)
 
 
 def failing_section(rows: Sequence[dict[str, Any]] | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 
 import pytest
 
@@ -58,8 +59,14 @@ def test_figures_below_their_thresholds_are_named() -> None:
     assert below(Thresholds(min_hit_at_5=0.3, min_mrr=0.3), OUTCOMES, REPORT) == []
     assert below(Thresholds(min_hit_at_5=0.5, min_mrr=0.99), OUTCOMES, REPORT) == [
         "hit@5 0.3333 < --min-hit-at-5 0.5", "MRR 0.3667 < --min-mrr 0.99"]
-    with pytest.raises(BelowThresholdError, match=r"MRR 0.3667 < --min-mrr 0.99 \(report r.json"):
+    with pytest.raises(BelowThresholdError,
+                       match=r"MRR 0.3667 < --min-mrr 0.99 \(report r.json") as raised:
         enforce(Thresholds(min_mrr=0.99), OUTCOMES, REPORT, "r.json")
+    # It carries what --json prints, and keeps it through pickling (Prefect may persist it).
+    missed = [{"threshold": "--min-mrr", "minimum": 0.99, "value": 0.3667}]
+    assert (raised.value.failed, raised.value.report) == (missed, REPORT)
+    copy = pickle.loads(pickle.dumps(raised.value))
+    assert (str(copy), copy.failed, copy.report) == (str(raised.value), missed, REPORT)
     assert BelowThresholdError.exit_code == 1
 
 
