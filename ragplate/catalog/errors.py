@@ -249,6 +249,19 @@ class BelowThresholdError(RagplateError):
                 (str(self),))
 
 
+class FloorNotMeasurableError(InvalidInputError):
+    """``tune-floor`` measured no floor because the dataset does not fit the index (no
+    answered case has a hit without a floor). ``result`` is the measurement, which the CLI
+    still prints. Exit code 2."""
+
+    def __init__(self, message: str, *, result: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (partial(self.__class__, result=self.result), (str(self),))
+
+
 class AuthenticationError(RagplateError):
     """No valid API token: missing, malformed, unknown or revoked. HTTP 401."""
 

@@ -5,7 +5,7 @@ documentation similarity floor), each through its Prefect flow."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -91,6 +91,7 @@ def tune_floor(
     datasets/documentation-laraplate-dev.json
     """
     from ragplate.catalog.datasets import DocumentationDataset
+    from ragplate.catalog.errors import FloorNotMeasurableError
     from ragplate.infra.environment import get_settings
     from ragplate.infra.prefect_server import prefect_api
     from ragplate.infra.runtime import Runtime
@@ -104,10 +105,20 @@ def tune_floor(
         from ragplate.flows.tune_floor import tune_floor as flow
 
         quiet_expected_errors()
-        result = flow(index=index.value, dataset=str(dataset), holdout=holdout,
-                      max_lost=max_lost, strategy=retrieval.value if retrieval else None)
+        try:
+            result = flow(index=index.value, dataset=str(dataset), holdout=holdout,
+                          max_lost=max_lost, strategy=retrieval.value if retrieval else None)
+        except FloorNotMeasurableError as exc:
+            # The figures say why; the error then exits 2 with no value to set.
+            if exc.result is not None:
+                _print_floor(exc.result, json_output, error=str(exc))
+            raise
+    _print_floor(result, json_output)
+
+
+def _print_floor(result: dict[str, Any], json_output: bool, error: str | None = None) -> None:
     if json_output:
-        print_json(result)
+        print_json(result if error is None else {**result, "error": error})
         return
     from ragplate.tasks.tuning.floor import summary
 

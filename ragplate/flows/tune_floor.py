@@ -27,7 +27,9 @@ def tune_floor(
     strategy: DocsRetrieval | None = None,
 ) -> dict[str, Any]:
     """Answer every case of ``dataset`` on the live ``index`` without a floor, choose the
-    floor of best refusal accuracy that keeps hit@5, check it on the held-out cases."""
+    floor of best refusal accuracy that keeps hit@5, check it on the held-out cases. Warns
+    about expected labels the index lacks; fails (after the summary artifact) when no
+    answered case has a hit without a floor, since then no floor can be measured."""
     runtime = Runtime(get_settings())
     chosen: DocsRetrieval = strategy or runtime.settings.docs_retrieval
     if chosen not in STRATEGIES:
@@ -35,12 +37,14 @@ def tune_floor(
     loaded = evaluation.load_documentation_dataset(dataset, index)
     evaluation.validate_dataset(loaded)
     setup = evaluation.prepare_retrieval(runtime, index, "live", chosen, None)
+    absent = evaluation.warn_absent_labels(loaded.data, setup)
     cases = steps.record_floor_cases(loaded.data, setup)
     result = steps.choose_floor(cases, holdout, max_lost)
     result = {"index": index, "strategy": chosen, "model": setup.embedder.profile.key,
-              "dataset": {"sha256": loaded.sha256}, **result}
+              "dataset": {"sha256": loaded.sha256}, "absent_labels": len(absent), **result}
     create_markdown_artifact(summary(result), key="tune-floor", description="tune-floor")
     figures = result["all"]["with"]
     print(f"tune-floor: floor {result['floor']} (validation {result['validation']}): refusal "
           f"accuracy {figures['refusal_accuracy']}, hit@5 {figures['hit_at_5']}")
+    steps.check_floor_measured(result, index, dataset)
     return result

@@ -16,6 +16,10 @@ floor then keeps the hits whose similarity reaches it (exactly what retrieval do
   answered cases either, or it is ``rejected`` and no floor is recommended (``validation``
   is ``none`` when no floor was chosen, ``disabled`` at share 0, ``skipped`` when the
   hold-out part is empty). What the floor refuses there is reported beside it.
+- **Nothing to keep**: when no answered case has a relevant hit in the top 5 without a
+  floor (the index does not hold what the dataset expects), every floor "keeps hit@5" and
+  the one refusing everything would win: no floor is measured (``reason`` ``no_hit``) and
+  :func:`check_measured` refuses the run.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragplate.catalog.datasets import DocumentationCase, DocumentationDataset
-from ragplate.catalog.errors import InvalidInputError
+from ragplate.catalog.errors import FloorNotMeasurableError, InvalidInputError
 from ragplate.tasks.evaluation.dataset_files import held_out
 from ragplate.tasks.evaluation.metrics import first_rank, ratio
 
@@ -116,7 +120,8 @@ def tune_floor(cases: Sequence[FloorCase], *, holdout: float = 0.3,
     out = held_out([c.case_id for c in cases], holdout) if holdout else set()
     selection = [c for c in cases if c.case_id not in out]
     kept_out = [c for c in cases if c.case_id in out]
-    floor = choose(selection, max_lost)
+    no_hit = figures(cases, None)["hits_at_5"] == 0
+    floor = None if no_hit else choose(selection, max_lost)
     validation = ("none" if floor is None else "disabled" if not holdout
                   else "skipped" if not kept_out else "accepted")
     if validation == "accepted":
@@ -124,9 +129,11 @@ def tune_floor(cases: Sequence[FloorCase], *, holdout: float = 0.3,
         if before["hits_at_5"] - after["hits_at_5"] > max_lost:
             validation = "rejected"
     recommended = None if floor is None or validation == "rejected" else floor
+    reason = ("no_hit" if no_hit else "no_gain" if floor is None
+              else "rejected" if recommended is None else None)
     return {
         "floor": recommended, "chosen_on_selection": floor, "validation": validation,
-        "holdout": holdout, "max_lost": max_lost,
+        "reason": reason, "holdout": holdout, "max_lost": max_lost,
         "selection": {"without": figures(selection, None),
                       "with": figures(selection, floor)},
         "holdout_part": {"without": figures(kept_out, None),
@@ -151,6 +158,9 @@ def summary(result: dict[str, Any]) -> str:
     if result["floor"] is not None:
         lines.append(f"hold-out validation: {result['validation']}")
         lines.append(f"RAGPLATE_MIN_SIMILARITY={result['floor']}")
+    elif result.get("reason") == "no_hit":
+        lines.append(f"no floor can be measured: {no_hit_reason(result)}; leave "
+                     "RAGPLATE_MIN_SIMILARITY unset")
     elif result["chosen_on_selection"] is not None:
         lines.append(f"no floor recommended: {result['chosen_on_selection']} loses more than "
                      f"{result['max_lost']} answered case(s) on the hold-out part; leave "
@@ -160,3 +170,26 @@ def summary(result: dict[str, Any]) -> str:
                      f"more than {result['max_lost']} answered case(s); leave "
                      "RAGPLATE_MIN_SIMILARITY unset")
     return "\n".join(lines)
+
+
+def no_hit_reason(result: dict[str, Any]) -> str:
+    """Why a ``no_hit`` result measures nothing, with the expected labels the index lacks
+    (``absent_labels``, when the flow counted them)."""
+    f = result["all"]["without"]
+    reason = (f"without a floor no answered case has an expected source in the top "
+              f"{HIT_DEPTH} (hit@5 {f['hits_at_5']}/{f['answered_cases']}), so there is no "
+              "answer for a floor to keep")
+    absent = result.get("absent_labels")
+    if absent:
+        reason += f"; {absent} expected source label(s) of the dataset are not in the index"
+    return reason
+
+
+def check_measured(result: dict[str, Any], *, index: str, dataset: str) -> None:
+    """Refuse a result that measured no floor because the dataset does not fit the index
+    (``reason`` ``no_hit``); the error carries the result, which the CLI still prints."""
+    if result.get("reason") == "no_hit":
+        raise FloorNotMeasurableError(
+            f"tune-floor: dataset {dataset} does not fit the {index} index: "
+            f"{no_hit_reason(result)}; index the corpus the dataset was written for "
+            "(ragplate index-docs), or give a dataset of this index", result=result)

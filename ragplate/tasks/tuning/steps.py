@@ -25,3 +25,9 @@ def record_floor_cases(dataset: DocumentationDataset,
 def choose_floor(cases: list[floor.FloorCase], holdout: float, max_lost: int) -> dict[str, Any]:
     """The floor chosen on the selection part and checked on the hold-out part."""
     return floor.tune_floor(cases, holdout=holdout, max_lost=max_lost)
+
+
+@task(name="check-floor-measured", cache_policy=NO_CACHE)
+def check_floor_measured(result: dict[str, Any], index: str, dataset: str) -> None:
+    """Fail the run when the dataset does not fit the index (no floor can be measured)."""
+    floor.check_measured(result, index=index, dataset=dataset)

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ragplate.catalog.errors import InvalidInputError
+from ragplate.catalog.errors import FloorNotMeasurableError, InvalidInputError
 from ragplate.tasks.tuning.floor import (
     FloorCase,
     candidates,
+    check_measured,
     choose,
     figures,
     kept,
@@ -96,10 +100,63 @@ def test_a_floor_losing_a_held_out_answer_is_rejected() -> None:
     # The held-out answers sit at 0.75, below the floor the selection chooses (0.8).
     low = [answered(i, ("a", 0.75 if i in out else 0.90)) for i in ids]
     result = tune_floor(low + refusals, holdout=0.5)
-    assert (result["chosen_on_selection"], result["validation"], result["floor"]) == (
-        0.8, "rejected", None)
+    assert (result["chosen_on_selection"], result["validation"], result["floor"],
+            result["reason"]) == (0.8, "rejected", None, "rejected")
     assert result["holdout_part"]["with"]["hits_at_5"] == 0
     assert "no floor recommended: 0.8 loses more than 0" in summary(result)
+
+
+def test_no_floor_is_measured_when_no_answered_case_has_a_hit() -> None:
+    # The index holds none of the expected sources: without a floor nothing answers, so
+    # every floor "keeps hit@5" and the highest would refuse everything.
+    astray = [answered(f"q{i}", ("x", 0.90 - i / 100), ("y", 0.80)) for i in range(6)]
+    refusals = [no_answer("n1", ("c", 0.85)), no_answer("n2", ("c", 0.75))]
+    assert choose(astray + refusals) is not None
+    for holdout in (0.0, 0.3):
+        result = tune_floor(astray + refusals, holdout=holdout)
+        assert (result["floor"], result["chosen_on_selection"], result["validation"],
+                result["reason"]) == (None, None, "none", "no_hit")
+        text = summary({**result, "absent_labels": 1})
+        assert "RAGPLATE_MIN_SIMILARITY=" not in text
+        assert text.splitlines()[-1] == (
+            "no floor can be measured: without a floor no answered case has an expected "
+            "source in the top 5 (hit@5 0/6), so there is no answer for a floor to keep; 1 "
+            "expected source label(s) of the dataset are not in the index; leave "
+            "RAGPLATE_MIN_SIMILARITY unset")
+        with pytest.raises(FloorNotMeasurableError,
+                           match=r"^tune-floor: dataset d\.json does not fit the developer "
+                                 r"index: .*hit@5 0/6") as raised:
+            check_measured(result, index="developer", dataset="d.json")
+        assert raised.value.exit_code == 2 and raised.value.result == result
+    # The other outcomes say why too, and pass the check.
+    assert tune_floor(CASES, holdout=0)["reason"] is None
+    nothing = tune_floor([answered("q", ("a", 0.9)), no_answer("n", ("c", 0.95))], holdout=0)
+    assert nothing["reason"] == "no_gain"
+    check_measured(nothing, index="developer", dataset="d.json")
+
+
+def floor_case(case_id: str, query: str, label: str | None) -> dict[str, Any]:
+    return {"id": case_id, "query": query, "locale": "en", "top_k": 5,
+            "expected_source_labels": [label] if label else [],
+            "expected_citation_labels": [label] if label else [],
+            "expect_authorized_empty": False, "expect_supported_answer": bool(label),
+            "expect_refusal": label is None, "slices": ["floor"],
+            "tenant_scope": "global", "tenant_id": None, "effective_permissions": []}
+
+
+def floor_dataset(prefix: str = "dev") -> dict[str, Any]:
+    """Three answered cases on the ``developer_index`` corpus (its sources under ``dev``;
+    another ``prefix`` names sources it does not hold) and three no-answer cases."""
+    return {"version": "1", "corpus_revision": "test", "module": "core",
+            "index_profile": "developer", "data_classification": "synthetic", "cases": [
+                floor_case("backup", "How often is the database dumped?",
+                           f"{prefix}/ops/backup.md"),
+                floor_case("probe", "What does the probe embed?", f"{prefix}/cli/probe.md"),
+                floor_case("health", "Which endpoint reports index counts?",
+                           f"{prefix}/api/health.md"),
+                floor_case("tiramisu", "Quale è la ricetta del tiramisù?", None),
+                floor_case("peru", "What is the capital city of Peru?", None),
+                floor_case("football", "Who won the football world cup in 1998?", None)]}
 
 
 @pytest.mark.integration
@@ -108,24 +165,8 @@ def test_the_flow_prints_a_floor_on_a_real_index(
 ) -> None:
     from ragplate.flows.tune_floor import tune_floor as flow
 
-    def case(case_id: str, query: str, label: str | None) -> dict[str, Any]:
-        return {"id": case_id, "query": query, "locale": "en", "top_k": 5,
-                "expected_source_labels": [label] if label else [],
-                "expected_citation_labels": [label] if label else [],
-                "expect_authorized_empty": False, "expect_supported_answer": bool(label),
-                "expect_refusal": label is None, "slices": ["floor"],
-                "tenant_scope": "global", "tenant_id": None, "effective_permissions": []}
-
-    dataset = {"version": "1", "corpus_revision": "test", "module": "core",
-               "index_profile": "developer", "data_classification": "synthetic", "cases": [
-                   case("backup", "How often is the database dumped?", "dev/ops/backup.md"),
-                   case("probe", "What does the probe embed?", "dev/cli/probe.md"),
-                   case("health", "Which endpoint reports index counts?", "dev/api/health.md"),
-                   case("tiramisu", "Quale è la ricetta del tiramisù?", None),
-                   case("peru", "What is the capital city of Peru?", None),
-                   case("football", "Who won the football world cup in 1998?", None)]}
     path = tmp_path / "floor.json"
-    path.write_text(json.dumps(dataset), encoding="utf-8")
+    path.write_text(json.dumps(floor_dataset()), encoding="utf-8")
 
     result = flow(index="developer", dataset=str(path), holdout=0.0)
 
@@ -134,3 +175,39 @@ def test_the_flow_prints_a_floor_on_a_real_index(
     assert figures_all["with"]["hits_at_5"] == figures_all["without"]["hits_at_5"] == 3
     assert figures_all["with"]["refused"] > figures_all["without"]["refused"] == 0
     assert result["model"] == developer_index.profile.key
+
+
+@pytest.mark.integration
+def test_the_cli_refuses_a_dataset_the_index_does_not_hold(
+    prefect_api_url: str, ragplate_home: Path, developer_index: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "elsewhere.json"
+    path.write_text(json.dumps(floor_dataset("elsewhere")), encoding="utf-8")
+    port = prefect_api_url.rsplit(":", 1)[1].split("/", 1)[0]
+    environ = {k: v for k, v in os.environ.items()
+               if not k.startswith("RAGPLATE_") and k != "PREFECT_API_URL"}
+    environ.update(RAGPLATE_HOME=str(ragplate_home), RAGPLATE_PREFECT_PORT=port)
+    command = [sys.executable, "-m", "ragplate", "tune-floor", "--index", "developer",
+               "--dataset", str(path), "--holdout", "0"]
+
+    shown = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                           check=False, env=environ)
+    as_json = subprocess.run([*command, "--json"], capture_output=True, text=True,
+                             timeout=300, check=False, env=environ)
+
+    error = (f"Error: tune-floor: dataset {path} does not fit the developer index: without a "
+             "floor no answered case has an expected source in the top 5 (hit@5 0/3)")
+    for run in (shown, as_json):
+        assert run.returncode == 2, run.stderr
+        assert "Traceback" not in run.stderr
+        # The same warning as evaluate documentation's check-expected-labels step.
+        assert ("3 expected source label(s) of the dataset are not in the developer index"
+                in run.stdout + run.stderr)
+        assert run.stderr.strip().splitlines()[-1].startswith(error), run.stderr
+    assert "RAGPLATE_MIN_SIMILARITY=" not in shown.stdout
+    assert "no floor can be measured" in shown.stdout
+    printed = json.loads(as_json.stdout)
+    assert (printed["floor"], printed["reason"], printed["absent_labels"]) == (
+        None, "no_hit", 3)
+    assert printed["all"]["without"]["hits_at_5"] == 0
+    assert printed["error"].startswith(error.removeprefix("Error: "))
