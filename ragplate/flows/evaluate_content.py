@@ -61,6 +61,7 @@ def _record(runtime: Runtime, source: str, dataset: str, output: str, force: boo
     loaded = steps.load_content_dataset(runtime, dataset, source)
     steps.validate_dataset(loaded)
     content = steps.prepare_search(runtime, setup, source)
+    steps.warn_absent_hit_ids(loaded.data, content)
     recorded = steps.record_rankings(loaded.data, content)
     return path, loaded, content, recorded, steps.measure_context(loaded, content)
 
@@ -92,6 +93,7 @@ def evaluate_application_content(source: str, dataset: str, output: str, force: 
     loaded = steps.load_content_dataset(runtime, dataset, source)
     steps.validate_dataset(loaded)
     content = steps.prepare_search(runtime, setup, source)
+    steps.warn_absent_hit_ids(loaded.data, content)
     outcomes, served = steps.run_content_cases(loaded.data, content, mode)
     report = application_content.build_report(loaded, outcomes, served, content, mode)
     steps.validate_report(report, "application_content", path)

@@ -17,7 +17,9 @@ report is byte-identical on every run and machine).
 from __future__ import annotations
 
 import logging
+import re
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,13 +32,13 @@ from ragplate.catalog.datasets import (
     ApplicationContentDataset,
     DatasetError,
 )
-from ragplate.catalog.entities import get_entity
+from ragplate.catalog.entities import Entity, get_entity
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.settings import Settings
 from ragplate.infra.models.base import Embedder
 from ragplate.infra.records.engines import RecordSearch
-from ragplate.infra.records.texts import count_texts
+from ragplate.infra.records.texts import count_texts, record_texts
 from ragplate.infra.records.vectors import count_vectors
 from ragplate.tasks.evaluation.dataset_files import LoadedDataset
 from ragplate.tasks.evaluation.scoring import (
@@ -215,6 +217,42 @@ def require_texts(setup: ContentSetup, source: str) -> None:
     if corpus_context(setup, source)["size"] == 0:
         raise InvalidInputError(f"--source {source}: no published record to search; load or "
                                 f"publish records before evaluating")
+
+
+#: The largest key of each integer key type (PostgreSQL's ``integer`` and ``bigint``).
+INTEGER_KEY_MAX = {"integer": 2**31 - 1, "bigint": 2**63 - 1}
+
+
+def holdable_key(key: str, entity: Entity) -> bool:
+    """Whether ``key`` is a key of ``entity`` as search returns it (the key cast to text):
+    a number in its plain form for an integer key, a lowercase UUID for a uuid key. Any
+    other key can never be a hit, and would not cast."""
+    if entity.key_type in INTEGER_KEY_MAX:
+        limit = INTEGER_KEY_MAX[entity.key_type]
+        return bool(re.fullmatch(r"0|-?[1-9][0-9]{0,18}", key)) and -limit - 1 <= int(key) <= limit
+    if entity.key_type == "uuid":
+        try:
+            return str(uuid.UUID(key)) == key
+        except ValueError:
+            return False
+    return True
+
+
+def absent_hit_ids(dataset: ApplicationContentDataset, setup: ContentSetup) -> list[str]:
+    """The expected hit ids (``<source>:<key>``) whose record the source does not hold as a
+    searchable text (missing, unpublished or empty): search can never return them, so their
+    cases can only score through other ids, a cap worth knowing before reading the
+    figures."""
+    entity = get_entity(dataset.source, setup.settings)
+    prefix = f"{dataset.source}:"
+    expected = {hit_id for case in dataset.cases for hit_id in case.expected_hit_ids}
+    keys = sorted({hit_id.removeprefix(prefix) for hit_id in expected
+                   if holdable_key(hit_id.removeprefix(prefix), entity)})
+    held: set[str] = set()
+    if keys:
+        with setup.engine.connect() as conn:
+            held = {text.record_key for text in record_texts(conn, entity, keys=keys)}
+    return sorted(hit_id for hit_id in expected if hit_id.removeprefix(prefix) not in held)
 
 
 def context(loaded: LoadedDataset[ApplicationContentDataset], setup: ContentSetup,

@@ -130,6 +130,21 @@ def prepare_search(runtime: Runtime, setup: Setup,
                                              configured_reranker(runtime.settings))
 
 
+@task(name="check-expected-ids", cache_policy=NO_CACHE)
+def warn_absent_hit_ids(dataset: ApplicationContentDataset,
+                        setup: application_content.ContentSetup) -> list[str]:
+    """Warn (in the run's logs and on the console) about expected hit ids whose record the
+    source does not hold as searchable; returns them."""
+    absent = application_content.absent_hit_ids(dataset, setup)
+    if absent:
+        shown = ", ".join(absent[:10]) + (" …" if len(absent) > 10 else "")
+        get_run_logger().warning(
+            "%d expected hit id(s) of the dataset are not searchable records of %s, so "
+            "their cases can only score through other ids: %s", len(absent), dataset.source,
+            shown)
+    return absent
+
+
 @task(name="run-cases", cache_policy=NO_CACHE)
 def run_content_cases(dataset: ApplicationContentDataset,
                       setup: application_content.ContentSetup, mode: Mode,

@@ -233,3 +233,36 @@ def test_a_source_without_searchable_records_is_refused(
     finally:
         with seeded.begin() as conn:
             conn.execute(sa.text("DROP TABLE eval_empty_ticket_texts, eval_empty_tickets"))
+
+
+def test_expected_ids_the_source_does_not_hold_are_named(
+    seeded: sa.Engine, settings: Settings, loaded: LoadedDataset[ApplicationContentDataset]
+) -> None:
+    content = setup(seeded, settings)
+    assert application_content.absent_hit_ids(loaded.data, content) == []
+
+    first = loaded.data.cases[0]
+    # A key no record has, one in a form search never returns, one that is no integer
+    # (the key of cms.contents is a bigint: asked as such it would not even cast).
+    astray = ["cms.contents:987654", "cms.contents:01", "cms.contents:a-1",
+              "cms.contents:99999999999999999999"]
+    changed = loaded.data.model_copy(update={"cases": [
+        first.model_copy(update={"expected_hit_ids": [*first.expected_hit_ids, *astray]}),
+        *loaded.data.cases[1:]]})
+    assert application_content.absent_hit_ids(changed, content) == sorted(astray)
+
+
+def test_keys_search_could_return_are_told_by_the_key_type() -> None:
+    entity = Entity(**{**EMPTY_ENTITY, "key_type": "bigint"})
+    assert [application_content.holdable_key(k, entity) for k in (
+        "0", "42", "-7", "9223372036854775807", "9223372036854775808", "042", "4.2", "")] == [
+        True, True, True, True, False, False, False, False]
+    small = entity.model_copy(update={"key_type": "integer"})
+    assert not application_content.holdable_key("2147483648", small)
+    assert application_content.holdable_key("2147483647", small)
+    ids = entity.model_copy(update={"key_type": "uuid"})
+    assert application_content.holdable_key("0b7e4a52-8f0c-4b8e-9a51-3c1d2f6e7a90", ids)
+    assert not application_content.holdable_key("0B7E4A52-8F0C-4B8E-9A51-3C1D2F6E7A90", ids)
+    assert not application_content.holdable_key("not-a-uuid", ids)
+    texts = entity.model_copy(update={"key_type": "text"})
+    assert application_content.holdable_key("any key", texts)
