@@ -478,15 +478,47 @@ def prefect_api(settings: Settings, *, timeout: float = 90) -> Iterator[str]:
     Flows run here write Prefect's files (the result of a failed run) under
     ``RAGPLATE_HOME/prefect`` unless the operator chose another Prefect home, even when
     ``prefect`` was imported before this home was known."""
+    chosen = _prepare(settings)
+    url = start(settings, timeout=timeout)
+    with _reporting_to(url, chosen):
+        yield url
+
+
+@contextmanager
+def running_prefect_api(settings: Settings, url: str) -> Iterator[str]:
+    """As :func:`prefect_api`, for the server at ``url`` that :func:`running_api_url`
+    found up: nothing is started (``prefect`` is imported, about 2 s)."""
+    with _reporting_to(url, _prepare(settings)):
+        yield url
+
+
+def running_api_url(settings: Settings) -> str | None:
+    """The URL of the Prefect API this home uses when it answers now, else ``None``; starts
+    nothing and imports no ``prefect``: ``PREFECT_API_URL`` when it can be reached, else
+    this home's server when it runs for RAGPLATE_PREFECT_PORT and is healthy."""
+    external = external_api_url()
+    if external is not None:
+        return external if reachable(external, timeout=2.0) else None
+    server = _recorded(settings)
+    if server is None or _on_other_port(server, settings):
+        return None
+    url = api_url_on(server.port)
+    return url if healthy(url, timeout=1.0) else None
+
+
+def _prepare(settings: Settings) -> dict[str, str]:
     # Prefect's analytics thread reads the environment, not the settings context below;
     # DO_NOT_TRACK turns off its client-side telemetry too (and its notice on a terminal),
     # unless the operator set it.
     os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
     os.environ.setdefault("DO_NOT_TRACK", "1")
-    chosen = use_home_for_prefect(settings.home)
-    url = start(settings, timeout=timeout)
+    return use_home_for_prefect(settings.home)
+
+
+@contextmanager
+def _reporting_to(url: str, chosen: Mapping[str, str]) -> Iterator[None]:
     from prefect import settings as ps
 
     updates = run_settings(url, chosen, os.environ)
     with ps.temporary_settings(updates=updates):
-        yield url
+        yield
