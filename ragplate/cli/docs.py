@@ -58,7 +58,8 @@ def index_docs(
     stops the run with the store unchanged. Unchanged sources are not embedded again. A
     root that holds no Markdown file while the index holds its sources stops the run too,
     unless --allow-empty. When nothing would change, the command says so without starting
-    a flow run (--always-run starts one; scheduled deployments always do).
+    a flow run (--always-run starts one; scheduled deployments always do). While another
+    run holds the index lock it exits 3 at once, without a flow run, whatever the options.
 
     Example: ragplate index-docs --path ../shared/corpora/laraplate --prefix '' --full
     """
@@ -71,8 +72,8 @@ def index_docs(
     explicit_root(path_text, prefix)  # before any service
     runtime = Runtime(get_settings())
     runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
-    rows = None if always_run else up_to_date_rows(
-        runtime, profile=profile.value, path=path_text, prefix=prefix, full=full)
+    rows = up_to_date_rows(runtime, profile=profile.value, path=path_text, prefix=prefix,
+                           full=full, always_run=always_run)
     if rows is None:
         rows = _flow_run(runtime, profile=profile.value, path=path_text, prefix=prefix,
                          full=full, allow_empty=allow_empty, json_output=json_output)

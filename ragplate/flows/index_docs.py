@@ -26,12 +26,13 @@ from ragplate.tasks.flow_runs import crash_orphans
 from ragplate.tasks.indexing import index, steps
 from ragplate.tasks.indexing.split import Splitter, make_splitter
 from ragplate.tasks.indexing.targets import indexes_for, resolve_roots
+from ragplate.tasks.indexing.up_to_date import BUSY, FLOW_NAME
 from ragplate.tasks.retries import as_is
 
 IndexProfile = Literal["developer", "user", "all"]
 
 
-@flow(name="index-rag-docs", log_prints=True)
+@flow(name=FLOW_NAME, log_prints=True)
 def index_rag_docs(
     profile: IndexProfile = "all",
     path: str | None = None,
@@ -48,9 +49,8 @@ def index_rag_docs(
     runtime = Runtime(get_settings())
     with locks.index_lock(runtime.engine) as acquired:
         if not acquired:
-            raise ServiceError("another index-docs run is indexing this database; nothing "
-                               "was changed: run again when it has finished")
-        crash_orphans("index-rag-docs")
+            raise ServiceError(BUSY)
+        crash_orphans(FLOW_NAME)
         return _index(runtime, profile, path, prefix, full, allow_empty)
 
 

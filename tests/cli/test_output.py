@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import io
 import logging
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +13,7 @@ from rich.table import Table
 
 from ragplate.cli import output
 from tests.testing.corpus import write_corpus
+from tests.testing.index_docs import index_docs_process
 
 
 def _record(name: str, level: int, message: str, **extra: str) -> logging.LogRecord:
@@ -119,15 +118,6 @@ FILES = {
 }
 
 
-def _index_docs(home: Path, api_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items()
-               if not k.startswith("RAGPLATE_") and k not in ("PREFECT_API_URL", "COLUMNS")}
-    port = api_url.rstrip("/").removesuffix("/api").rsplit(":", 1)[1]
-    environ.update(RAGPLATE_HOME=str(home), RAGPLATE_PREFECT_PORT=port)
-    return subprocess.run([sys.executable, "-m", "ragplate", "index-docs", *args], env=environ,
-                          capture_output=True, text=True, timeout=600, check=False)
-
-
 @pytest.mark.integration
 @pytest.mark.slow
 def test_index_docs_prints_one_line_per_run_step_and_one_error(
@@ -138,12 +128,12 @@ def test_index_docs_prints_one_line_per_run_step_and_one_error(
     root = write_corpus(tmp_path / "small", FILES)
     bad = write_corpus(tmp_path / "bad", {"a.md": "---\naudience: nobody\n---\n# A\n\nText.\n"})
     try:
-        done = _index_docs(ragplate_home, prefect_api_url, "--path", str(root),
-                           "--prefix", "out-small", "--profile", "developer", "--full")
-        failed = _index_docs(ragplate_home, prefect_api_url, "--path", str(bad))
+        done = index_docs_process(ragplate_home, prefect_api_url, "--path", str(root),
+                                  "--prefix", "out-small", "--profile", "developer", "--full")
+        failed = index_docs_process(ragplate_home, prefect_api_url, "--path", str(bad))
         args = ("--path", str(root), "--prefix", "out-small", "--profile", "developer")
-        again = _index_docs(ragplate_home, prefect_api_url, *args)
-        again_run = _index_docs(ragplate_home, prefect_api_url, *args, "--always-run")
+        again = index_docs_process(ragplate_home, prefect_api_url, *args)
+        again_run = index_docs_process(ragplate_home, prefect_api_url, *args, "--always-run")
     finally:
         Runtime(settings).store("developer").delete_sources(  # type: ignore[arg-type]
             [f"out-small/{name}" for name in FILES])

@@ -3,9 +3,11 @@ then: every kind of work or refusal leaves the decision to the flow."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
 import sqlalchemy as sa
@@ -85,7 +87,7 @@ def test_a_new_source_leaves_it_to_the_flow(runtime: Runtime, corpus: Path) -> N
     assert check(runtime, corpus) is None
 
 
-def test_full_and_an_invalid_source_and_an_emptied_root_leave_it_to_the_flow(
+def test_full_and_an_invalid_source_and_an_emptied_root_with_sources_leave_it_to_the_flow(
     runtime: Runtime, corpus: Path, tmp_path: Path
 ) -> None:
     assert check(runtime, corpus, full=True) is None
@@ -109,11 +111,126 @@ def test_sources_without_a_recorded_recipe_leave_it_to_the_flow(
     assert check(runtime, corpus) is not None
 
 
-def test_a_held_index_lock_leaves_it_to_the_flow(runtime: Runtime, corpus: Path,
-                                                 engine: sa.Engine) -> None:
+def test_a_held_index_lock_is_refused_at_once_whatever_the_options(
+    runtime: Runtime, corpus: Path, engine: sa.Engine
+) -> None:
+    from ragplate.catalog.errors import ServiceError
     from ragplate.infra import locks
+    from ragplate.tasks.indexing.up_to_date import up_to_date_rows
 
     with locks.index_lock(engine) as acquired:  # as a run in another process holds it
         assert acquired
-        assert check(runtime, corpus) is None
+        for full, always_run in ((False, False), (True, False), (False, True)):
+            with pytest.raises(ServiceError, match="another index-docs run is indexing") as e:
+                up_to_date_rows(runtime, profile="developer", path=str(corpus),
+                                prefix=PREFIX, full=full, always_run=always_run)
+            assert e.value.exit_code == 3
     assert check(runtime, corpus) is not None
+
+
+def test_an_empty_root_with_nothing_indexed_under_it_is_up_to_date_and_says_it_once(
+    runtime: Runtime, corpus: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from ragplate.tasks.indexing.up_to_date import up_to_date_rows
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with caplog.at_level(logging.WARNING):
+        rows = up_to_date_rows(runtime, profile="developer", path=str(empty),
+                               prefix="utd-empty", full=False)
+
+    assert without_seconds(rows) == [{"index": "developer", "sources read": 0, "unchanged": 0,
+                                      "re-embedded": 0, "deleted": 0, "chunks written": 0}]
+    said = [r.getMessage() for r in caplog.records if "holds no Markdown file" in r.getMessage()]
+    assert said == [f"documentation root {empty.resolve()} (prefix 'utd-empty') holds no "
+                    "Markdown file"]
+
+
+def test_reading_warnings_are_shown_with_an_up_to_date_answer_only(
+    runtime: Runtime, corpus: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (corpus / "odd.md").write_text("---\nowner: [unclosed\n---\n# Odd\n\nText.\n")
+    with caplog.at_level(logging.WARNING):
+        assert check(runtime, corpus) is None  # a new source: the flow reads it and says it
+    assert not [r for r in caplog.records if "invalid YAML" in r.getMessage()]
+
+    flow_rows(corpus)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert check(runtime, corpus) is not None
+    assert [r.getMessage().split(":")[0] for r in caplog.records
+            if "invalid YAML front matter" in r.getMessage()] == [f"{PREFIX}/odd.md"]
+
+
+@pytest.fixture()
+def orphan(corpus: Path) -> Iterator[str]:
+    """An ``index-rag-docs`` flow run left RUNNING, as a SIGKILLed index-docs leaves it."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Running
+
+    from ragplate.flows.index_docs import index_rag_docs
+
+    with get_client(sync_client=True) as client:
+        run = client.create_flow_run(index_rag_docs, parameters={"profile": "developer"},
+                                     state=Running())
+    yield str(run.id)
+    flow_rows(corpus)  # a flow run marks it, whatever the test did
+
+
+def state_of(run_id: str) -> Any:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(UUID(run_id)).state
+
+
+def test_an_up_to_date_answer_marks_runs_a_dead_process_left_running_as_crashed(
+    corpus: Path, orphan: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from prefect.client.schemas.objects import StateType
+
+    from ragplate.infra.environment import get_settings
+    from ragplate.infra.flow_runs import running_count
+    from ragplate.infra.prefect_server import running_api_url
+    from ragplate.tasks.indexing.up_to_date import FLOW_NAME
+
+    runtime = Runtime(get_settings())  # this home's server, as the command line finds it
+    url = running_api_url(runtime.settings)
+    assert url is not None and running_count(url, FLOW_NAME) == 1
+    with caplog.at_level(logging.WARNING):
+        assert check(runtime, corpus) is not None
+
+    state = state_of(orphan)
+    assert state is not None and state.type == StateType.CRASHED
+    assert "the next run of index-rag-docs found its lock free" in (state.message or "")
+    assert [r.getMessage() for r in caplog.records if "marked CRASHED" in r.getMessage()] == [
+        f"flow run {state_name(orphan)} ({orphan}) of index-rag-docs was left RUNNING by a "
+        "process that is gone; marked CRASHED"]
+    assert running_count(url, FLOW_NAME) == 0
+
+
+def state_name(run_id: str) -> str:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(UUID(run_id)).name
+
+
+def test_with_no_server_up_an_up_to_date_answer_starts_none(
+    corpus: Path, orphan: str, ragplate_home: Path
+) -> None:
+    from prefect.client.schemas.objects import StateType
+
+    from ragplate.infra import prefect_server
+    from ragplate.infra.ports import free_port
+
+    elsewhere = Settings(home=ragplate_home, prefect_port=free_port())  # no server there
+    assert prefect_server.running_api_url(elsewhere) is None
+    server = prefect_server.status(elsewhere)["pid"]  # the session's, for another port
+
+    assert check(Runtime(elsewhere), corpus) is not None
+
+    assert prefect_server.status(elsewhere)["pid"] == server  # neither replaced nor started
+    assert prefect_server.healthy(prefect_server.api_url_on(elsewhere.prefect_port)) is False
+    state = state_of(orphan)  # left to the next flow run
+    assert state is not None and state.type == StateType.RUNNING
