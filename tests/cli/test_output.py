@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import subprocess
 import sys
 from pathlib import Path
 
