@@ -14,10 +14,11 @@ from rich.markup import escape
 from ragplate.cli.output import console, examples, print_json
 from ragplate.cli.paths import PROJECT_ROOT
 
-#: What the bundled intent model was trained on; assistant-screening-holdout.json stays out.
+#: What the bundled intent model was trained on; the -holdout sets and the test half of the
+#: data requests stay out.
 DEFAULT_DATASETS = tuple(PROJECT_ROOT / "datasets" / name for name in (
     "assistant-screening.json", "assistant-screening-more.json",
-    "assistant-screening-everyday.json"))
+    "assistant-screening-everyday.json", "assistant-screening-data-requests-tuning.json"))
 
 
 def screen_command(
@@ -49,8 +50,9 @@ def screen_command(
 def train_command(
     dataset: Annotated[list[Path] | None, typer.Option(
         help="Screening dataset in the public assistant format (repeatable; default "
-        "datasets/assistant-screening.json, -more.json and -everyday.json, what the bundled "
-        "model was trained on; the -holdout sets stay out).")] = None,
+        "datasets/assistant-screening.json, -more.json, -everyday.json and "
+        "-data-requests-tuning.json, what the bundled model was trained on; the -holdout "
+        "sets and -data-requests-test.json stay out).")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")
                            ] = False,
 ) -> None:
