@@ -12,6 +12,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from ragplate.catalog.people import TENANT_PATTERN
 from ragplate.catalog.text import text_problem
 
 
@@ -34,7 +35,9 @@ _NOT_BLANK = "^[^\\x00]*[^\\x00\\s][^\\x00]*$"
 SearchText = Annotated[str, _usable(blank_ok=False),
                        Field(json_schema_extra={"pattern": _NOT_BLANK})]
 #: A tenant id: no NUL character, valid Unicode (blank is the global tenant).
-TenantText = Annotated[str, _usable(blank_ok=True), Field(json_schema_extra={"pattern": _NO_NUL})]
+#: A tenant id as ``users create`` accepts it (:data:`~ragplate.catalog.people.TENANT_PATTERN`),
+#: or blank (the person's own): a tenant no person can belong to is refused, not searched.
+TenantText = Annotated[str, Field(pattern=f"^(?:{TENANT_PATTERN.pattern.strip('^$')})?$")]
 
 
 def _integral(value: object) -> object:
