@@ -10,7 +10,8 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from ragplate.cli import app, main
+from ragplate.cli import app
+from tests.testing.cli import run_main
 from tests.testing.records import reset_content
 
 pytestmark = pytest.mark.integration
@@ -44,17 +45,6 @@ def test_a_plain_question_finds_records_in_fast_mode(seeded: None, query: str) -
     assert any("indexes" in t for t in texts)
     scores = [h["score"] for h in hits]
     assert scores == sorted(scores, reverse=True) and scores[-1] > 0
-
-
-
-def run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-             *args: str) -> tuple[int, str]:
-    """Through ``main()``, which turns a ragplate error into one line and its exit code."""
-    monkeypatch.setattr("sys.argv", ["ragplate", *args])
-    with pytest.raises(SystemExit) as exited:
-        main()
-    captured = capsys.readouterr()
-    return int(exited.value.code or 0), captured.err + captured.out
 
 
 @pytest.mark.parametrize(("option", "value"), [("--locale", "bad loc"),

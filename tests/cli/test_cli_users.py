@@ -11,9 +11,10 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from ragplate.cli import app, main
+from ragplate.cli import app
 from ragplate.cli.services import exposure_notice
 from ragplate.tasks.people.accounts import authenticate
+from tests.testing.cli import run_main
 
 pytestmark = pytest.mark.integration
 
@@ -26,16 +27,6 @@ def _session_home(ragplate_home: Path) -> None:
 def run(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(app, list(args))
     return result.exit_code, result.output
-
-
-def run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-             *args: str) -> tuple[int, str]:
-    """Through ``main()``, which turns a ragplate error into one line and its exit code."""
-    monkeypatch.setattr("sys.argv", ["ragplate", *args])
-    with pytest.raises(SystemExit) as exited:
-        main()
-    captured = capsys.readouterr()
-    return int(exited.value.code or 0), captured.err + captured.out
 
 
 def test_create_token_list_revoke_delete(engine: sa.Engine, monkeypatch: pytest.MonkeyPatch,
