@@ -48,7 +48,7 @@ def _whole_process(corpus: Path, *extra: str) -> dict[str, Any]:
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(command)} exited {done.returncode}: "
                                f"{done.stderr.strip()[-500:]}")
-        if json.loads(done.stdout)["indexes"][0]["re-embedded"] != 0:
+        if json.loads(done.stdout)["indexes"][0]["re_embedded"] != 0:
             raise RuntimeError("the whole-process run re-embedded sources of an unchanged "
                                "corpus")
     return {"median_seconds": round(statistics.median(seconds), 2),
@@ -118,12 +118,12 @@ def _store_pass(work: Path, datasets: Path, repeats: int, edit: int) -> dict[str
         quality, run_latencies = _quality(runtime, datasets)
         latencies.extend(run_latencies)
     return {
-        "cold": {"seconds": round(cold_s, 2), "chunks_written": cold["chunks written"],
-                 "chunks_per_second": round(cold["chunks written"] / cold_s, 2)},
-        "unchanged": {"seconds": round(same_s, 2), "chunks_written": same["chunks written"],
+        "cold": {"seconds": round(cold_s, 2), "chunks_written": cold["chunks_written"],
+                 "chunks_per_second": round(cold["chunks_written"] / cold_s, 2)},
+        "unchanged": {"seconds": round(same_s, 2), "chunks_written": same["chunks_written"],
                       "percent_of_cold": round(100 * same_s / cold_s, 2)},
         "one_file_edited": {"seconds": round(edit_s, 2),
-                            "chunks_written": edit_rows["chunks written"]},
+                            "chunks_written": edit_rows["chunks_written"]},
         "quality": quality,
         "query_latency_ms": {"p50": round(percentile(latencies, 50), 1),
                              "p95": round(percentile(latencies, 95), 1),

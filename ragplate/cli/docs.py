@@ -50,7 +50,9 @@ def index_docs(
         typer.Option("--always-run", help="Start a flow run even when the index is up to "
                      "date (by default such a run is answered without one)."),
     ] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    json_output: Annotated[bool, typer.Option(
+        "--json", help='Print {"indexes": [{index, sources_read, unchanged, re_embedded, '
+        'deleted, chunks_written, seconds}]}.')] = False,
 ) -> None:
     """Index documentation through the Prefect flow [bold]index-rag-docs[/bold].
 
@@ -65,6 +67,7 @@ def index_docs(
     """
     from ragplate.infra.environment import get_settings
     from ragplate.infra.runtime import Runtime
+    from ragplate.tasks.indexing.index import headed
     from ragplate.tasks.indexing.targets import explicit_root
     from ragplate.tasks.indexing.up_to_date import up_to_date_rows
 
@@ -84,7 +87,7 @@ def index_docs(
         print_json({"indexes": rows})
         return
     table = Table(title="index-rag-docs")
-    for key in rows[0] if rows else []:
+    for key in headed(rows[0]) if rows else []:
         table.add_column(key)
     for row in rows:
         table.add_row(*(str(v) for v in row.values()))

@@ -92,7 +92,7 @@ def _index(runtime: Runtime, profile: IndexProfile, path: str | None, prefix: st
     if progress_id is not None:
         update_progress_artifact(progress_id, 100.0)
     rows = [s.as_row() for s in summaries]
-    create_table_artifact(rows, key="index-rag-docs-summary",
+    create_table_artifact([index.headed(row) for row in rows], key="index-rag-docs-summary",
                           description=f"index-rag-docs with {model.key}")
     create_markdown_artifact(_markdown(rows, model.key, full), key="index-rag-docs-report")
     return rows
@@ -159,7 +159,8 @@ def _markdown(rows: list[dict[str, Any]], model_key: str, full: bool) -> str:
     head = f"# index-rag-docs\n\nModel `{model_key}`, {mode}.\n\n"
     if not rows:
         return head
-    keys = list(rows[0])
+    table = [index.headed(row) for row in rows]
+    keys = list(table[0])
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(str(r[k]) for k in keys) + " |" for r in rows]
+    lines += ["| " + " | ".join(str(r[k]) for k in keys) + " |" for r in table]
     return head + "\n".join(lines) + "\n"

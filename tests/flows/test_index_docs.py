@@ -20,6 +20,7 @@ from ragplate.catalog.settings import Settings
 from ragplate.infra.models.base import Embedder
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.stores.base import DocumentStore
+from ragplate.tasks.indexing.index import headed
 from ragplate.tasks.indexing.read import read_sources
 from ragplate.tasks.indexing.split import make_splitter, split_documents
 from tests.testing.corpus import write_corpus
@@ -123,9 +124,9 @@ def test_first_run_writes_every_chunk(
 ) -> None:
     rows = chunk_rows(engine, store)
 
-    assert (first_run["sources read"], first_run["re-embedded"]) == (4, 4)
+    assert (first_run["sources_read"], first_run["re_embedded"]) == (4, 4)
     assert (first_run["unchanged"], first_run["deleted"]) == (0, 0)
-    assert first_run["chunks written"] == len(rows) == store.count()
+    assert first_run["chunks_written"] == len(rows) == store.count()
     assert {r.source for r in rows} == {f"t/{name}" for name in FILES}
     assert set(store.sources()) == {f"t/{name}" for name in FILES}
     assert all(r.source.startswith("t/") for r in rows)
@@ -189,8 +190,8 @@ def test_unchanged_rerun_embeds_nothing(
 
     summary = run(corpus)
 
-    assert (summary["re-embedded"], summary["chunks written"], summary["deleted"]) == (0, 0, 0)
-    assert (summary["sources read"], summary["unchanged"]) == (4, 4)
+    assert (summary["re_embedded"], summary["chunks_written"], summary["deleted"]) == (0, 0, 0)
+    assert (summary["sources_read"], summary["unchanged"]) == (4, 4)
     assert snapshot(engine, store) == before
 
 
@@ -204,8 +205,8 @@ def test_edited_file_alone_is_re_embedded_and_deleted_file_is_removed(
     edited = run(corpus)
 
     after = chunk_rows(engine, store)
-    assert (edited["re-embedded"], edited["unchanged"], edited["deleted"]) == (1, 3, 0)
-    assert edited["chunks written"] == len([r for r in after if r.source == "t/guide/usage.md"])
+    assert (edited["re_embedded"], edited["unchanged"], edited["deleted"]) == (1, 3, 0)
+    assert edited["chunks_written"] == len([r for r in after if r.source == "t/guide/usage.md"])
     assert [(r.metadata["heading_breadcrumb"], r.text) for r in after
             if r.source == "t/guide/usage.md"][-1] == (["Usage", "Sharing"],
                                                        "Share a dashboard with a link.")
@@ -218,8 +219,8 @@ def test_edited_file_alone_is_re_embedded_and_deleted_file_is_removed(
     deleted = run(corpus)
 
     rows = chunk_rows(engine, store)
-    assert (deleted["deleted"], deleted["re-embedded"], deleted["chunks written"]) == (1, 0, 0)
-    assert deleted["sources read"] == 3
+    assert (deleted["deleted"], deleted["re_embedded"], deleted["chunks_written"]) == (1, 0, 0)
+    assert deleted["sources_read"] == 3
     assert "t/faq.md" not in {r.source for r in rows}
     assert "t/faq.md" not in store.sources()
     assert {r.source for r in rows} == {"t/guide/setup.md", "t/guide/usage.md",
@@ -237,7 +238,7 @@ def test_changing_the_context_weight_re_embeds_every_source_once(
         monkeypatch.setenv("RAGPLATE_DOCS_CONTEXT_WEIGHT", "0")
         get_settings.cache_clear()
         changed = run(corpus)
-        assert changed["re-embedded"] == changed["sources read"] > 0
+        assert changed["re_embedded"] == changed["sources_read"] > 0
         assert changed["unchanged"] == 0
         # Weight 0 stores each chunk's own passage vector.
         setup = next(r for r in snapshot_vectors(engine, store) if r[0] == "t/guide/setup.md")
@@ -247,12 +248,12 @@ def test_changing_the_context_weight_re_embeds_every_source_once(
         np.testing.assert_allclose(setup[1], embedder.embed_passages(texts), atol=1e-5)
         # Every source records the recipe its vectors were made with.
         assert {r.vector_recipe for r in store.sources().values()} == {"document-context=0.0"}
-        assert run(corpus)["re-embedded"] == 0
+        assert run(corpus)["re_embedded"] == 0
     finally:
         monkeypatch.delenv("RAGPLATE_DOCS_CONTEXT_WEIGHT")
         get_settings.cache_clear()
     restored = run(corpus)
-    assert restored["re-embedded"] == restored["sources read"]
+    assert restored["re_embedded"] == restored["sources_read"]
     assert {r.vector_recipe for r in store.sources().values()} == {"document-context=0.5"}
 
 
@@ -268,7 +269,7 @@ def test_sources_stored_before_recipes_were_recorded_get_theirs_without_re_embed
 
     summary = run(corpus)
 
-    assert summary["re-embedded"] == 0
+    assert summary["re_embedded"] == 0
     assert {r.vector_recipe for r in store.sources().values()} == {"document-context=0.5"}
     after = snapshot_vectors(engine, store)
     assert [s for s, _ in after] == [s for s, _ in before]
@@ -286,7 +287,7 @@ def test_a_root_with_an_empty_prefix_keeps_what_other_roots_indexed(
     bare = write_corpus(tmp_path / "bare", {"gizmo.md": "# Gizmo\n\nA gizmo.\n"})
     try:
         (row,) = index_rag_docs(profile="developer", path=str(bare), prefix="", full=False)
-        assert (row["re-embedded"], row["deleted"]) == (1, 0)
+        assert (row["re_embedded"], row["deleted"]) == (1, 0)
         assert set(store.sources()) == ours | {"gizmo.md"}
         assert store.sources()["gizmo.md"].root == ""
         # The bare root still owns its own sources: a file gone from it is deleted, once
@@ -378,7 +379,7 @@ def test_flow_run_and_summary_artifact_are_on_the_server(
     summary = by_key["index-rag-docs-summary"]
     assert summary.type == "table"
     data = json.loads(summary.data) if isinstance(summary.data, str) else summary.data
-    assert data == rows
+    assert data == [headed(row) for row in rows]  # the flow's data, headed for people
     assert "local:intfloat/multilingual-e5-small" in (summary.description or "")
     assert by_key["index-rag-docs-progress"].data == 100.0
     assert "full rebuild" in str(by_key["index-rag-docs-report"].data)
@@ -397,7 +398,7 @@ def test_a_run_while_another_holds_the_index_lock_changes_nothing(
             run(corpus, full=True)
 
     assert snapshot(engine, store) == before
-    assert run(corpus)["re-embedded"] == 0  # free again: a normal, incremental run
+    assert run(corpus)["re_embedded"] == 0  # free again: a normal, incremental run
 
 
 def test_a_run_marks_flow_runs_a_dead_process_left_running_as_crashed(
@@ -436,7 +437,7 @@ def test_progress_shows_the_model_load_then_each_index_from_its_start(
         summary = run(corpus, full=True)
 
     steps = [(label, done, total) for label, done, total, _ in reports]
-    chunks = summary["chunks written"]
+    chunks = summary["chunks_written"]
     assert steps[:3] == [(MODEL_STEP, 0, 1), (MODEL_STEP, 1, 1), ("developer index", 0, chunks)]
     assert steps[-1] == ("developer index", chunks, chunks)
     # The bar's clock (from its first report) is the summary's, not the first batch's.
@@ -451,6 +452,6 @@ def test_an_unchanged_run_loads_no_model_and_shows_no_bar(
 
     reports: list[tuple[str, int, int]] = []
     with progress.listening(lambda *report: reports.append(report)):
-        assert run(corpus)["re-embedded"] == 0
+        assert run(corpus)["re_embedded"] == 0
 
     assert reports == []

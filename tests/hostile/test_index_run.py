@@ -63,6 +63,6 @@ def test_without_them_the_root_is_indexed_and_nothing_from_outside(
     indexed = {s for s in store.sources() if s.startswith(f"{PREFIX}/")}
     assert indexed == {f"{PREFIX}/billing.md", f"{PREFIX}/hostile/laughs.md",
                        f"{PREFIX}/hostile/deep.md", f"{PREFIX}/hostile/bom.md"}
-    assert row["sources read"] == 4
+    assert row["sources_read"] == 4
     found = keyword_store(store).keyword_search("hunter2 db_password credentials", top_k=10)
     assert [hit for hit in found if SECRET in hit.text] == []

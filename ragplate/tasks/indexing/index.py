@@ -53,16 +53,27 @@ class IndexSummary:
     extra: dict[str, float] = field(default_factory=dict)
 
     def as_row(self) -> dict[str, object]:
-        """One table row for reports and artifacts."""
+        """The counts as data (``--json``, the flow's result): keys a client can name
+        without quoting; :func:`headed` gives the row people read."""
         return {
             "index": self.index,
-            "sources read": self.sources_read,
+            "sources_read": self.sources_read,
             "unchanged": self.unchanged,
-            "re-embedded": self.reembedded,
+            "re_embedded": self.reembedded,
             "deleted": self.deleted,
-            "chunks written": self.chunks_written,
+            "chunks_written": self.chunks_written,
             "seconds": round(self.seconds, 2),
         }
+
+
+#: A summary row's column headings in tables and artifacts, where people read them.
+HEADINGS = {"sources_read": "sources read", "re_embedded": "re-embedded",
+            "chunks_written": "chunks written"}
+
+
+def headed(row: dict[str, object]) -> dict[str, object]:
+    """A summary row (:meth:`IndexSummary.as_row`) with its keys as column headings."""
+    return {HEADINGS.get(key, key): value for key, value in row.items()}
 
 
 #: How much of its document a chunk's stored vector carries by default

@@ -21,6 +21,7 @@ from ragplate.tasks.indexing.index import (
     emptied_root_deletions,
     emptied_roots,
     fingerprint,
+    headed,
     in_scope,
     index_salt,
     make_batches,
@@ -316,9 +317,13 @@ def test_summary_row() -> None:
     summary = IndexSummary("developer", sources_read=3, unchanged=1, reembedded=2, deleted=1,
                            chunks_written=5, seconds=1.23456)
 
-    assert summary.as_row() == {"index": "developer", "sources read": 3, "unchanged": 1,
-                                "re-embedded": 2, "deleted": 1, "chunks written": 5,
+    assert summary.as_row() == {"index": "developer", "sources_read": 3, "unchanged": 1,
+                                "re_embedded": 2, "deleted": 1, "chunks_written": 5,
                                 "seconds": 1.23}
+    # People read the same counts under headings; the values and their order are kept.
+    assert list(headed(summary.as_row()).items()) == [
+        ("index", "developer"), ("sources read", 3), ("unchanged", 1), ("re-embedded", 2),
+        ("deleted", 1), ("chunks written", 5), ("seconds", 1.23)]
 
 
 # -- document context ----------------------------------------------------------------------

@@ -63,15 +63,15 @@ def test_an_unchanged_corpus_gets_the_rows_the_flow_would_return(
     rows = check(runtime, corpus)
 
     assert without_seconds(rows) == without_seconds(flow_rows(corpus))
-    assert without_seconds(rows) == [{"index": "developer", "sources read": 2, "unchanged": 2,
-                                      "re-embedded": 0, "deleted": 0, "chunks written": 0}]
+    assert without_seconds(rows) == [{"index": "developer", "sources_read": 2, "unchanged": 2,
+                                      "re_embedded": 0, "deleted": 0, "chunks_written": 0}]
 
 
 def test_an_edited_source_leaves_it_to_the_flow(runtime: Runtime, corpus: Path) -> None:
     (corpus / "setup.md").write_text("# Setup\n\nRun the new installer.\n")
 
     assert check(runtime, corpus) is None
-    assert flow_rows(corpus)[0]["re-embedded"] == 1
+    assert flow_rows(corpus)[0]["re_embedded"] == 1
 
 
 def test_a_removed_source_leaves_it_to_the_flow(runtime: Runtime, corpus: Path) -> None:
@@ -139,8 +139,8 @@ def test_an_empty_root_with_nothing_indexed_under_it_is_up_to_date_and_says_it_o
         rows = up_to_date_rows(runtime, profile="developer", path=str(empty),
                                prefix="utd-empty", full=False)
 
-    assert without_seconds(rows) == [{"index": "developer", "sources read": 0, "unchanged": 0,
-                                      "re-embedded": 0, "deleted": 0, "chunks written": 0}]
+    assert without_seconds(rows) == [{"index": "developer", "sources_read": 0, "unchanged": 0,
+                                      "re_embedded": 0, "deleted": 0, "chunks_written": 0}]
     said = [r.getMessage() for r in caplog.records if "holds no Markdown file" in r.getMessage()]
     assert said == [f"documentation root {empty.resolve()} (prefix 'utd-empty') holds no "
                     "Markdown file"]
