@@ -8,13 +8,14 @@ dropped (fail closed).
 Both return ``top_k`` distinct labels (sources; safe source labels on the user index)
 whenever the index holds that many: the vector ranking is fetched deeper and deeper until
 enough distinct labels are found or the index is exhausted, so one long document's chunks
-cannot crowd the others out. Both take a ``strategy`` (``RAGPLATE_DOCS_RETRIEVAL``):
-``vector`` (default) or ``hybrid``, where the store's keyword (BM25) ranking and the vector
-ranking are each reduced to distinct labels and fused by reciprocal rank fusion; the user
-index's filters run inside both store queries.
+cannot crowd the others out. Both take a ``strategy`` (``RAGPLATE_DOCS_RETRIEVAL``, whose
+default is ``adaptive``): ``vector``; ``hybrid``, where the store's keyword (BM25) ranking
+and the vector ranking are each reduced to distinct labels and fused by reciprocal rank
+fusion; or ``adaptive``, hybrid for a bare term or identifier and vector otherwise (see
+:func:`resolve_strategy`). The user index's filters run inside both store queries.
 
 Every hit carries two numbers: ``score``, its ranking's own (the cosine similarity in
-vector mode, the fused RRF score in hybrid mode), and ``similarity``, the cosine of the
+vector mode, the fused RRF score in hybrid mode, so either in adaptive mode), and ``similarity``, the cosine of the
 query with the label's best chunk, in every mode: the one scale a client can compare and
 threshold. ``min_score`` (``RAGPLATE_MIN_SIMILARITY``) is a floor on ``similarity``.
 """
