@@ -15,9 +15,10 @@ fusion; or ``adaptive``, hybrid for a bare term or identifier and vector otherwi
 :func:`resolve_strategy`). The user index's filters run inside both store queries.
 
 Every hit carries two numbers: ``score``, its ranking's own (the cosine similarity in
-vector mode, the fused RRF score in hybrid mode, so either in adaptive mode), and ``similarity``, the cosine of the
-query with the label's best chunk, in every mode: the one scale a client can compare and
-threshold. ``min_score`` (``RAGPLATE_MIN_SIMILARITY``) is a floor on ``similarity``.
+vector mode, the fused RRF score in hybrid mode, so either in adaptive mode), and
+``similarity``, the cosine of the query with the label's best chunk, in every mode: the one
+scale a client can compare and threshold. ``min_score`` (``RAGPLATE_MIN_SIMILARITY``) is a
+floor on ``similarity``.
 """
 
 from __future__ import annotations
