@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from ragplate import __version__
+from ragplate.api import access_log
 from ragplate.api.body_limit import BodyLimit
 from ragplate.api.errors import install_error_handlers
 from ragplate.api.routes import (
@@ -37,6 +38,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.runtime = Runtime(settings if settings is not None else get_settings())
 
     install_error_handlers(app)
+    access_log.install()
     app.add_middleware(BodyLimit, max_bytes=app.state.runtime.settings.api_max_body_bytes)
     app.include_router(health.router)
     app.include_router(docs_search.router)

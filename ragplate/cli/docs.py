@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal, cast
 
 import typer
@@ -12,7 +11,13 @@ from rich.table import Table
 
 from ragplate.catalog.documents import AccessContext
 from ragplate.catalog.errors import InvalidInputError
-from ragplate.cli.output import console, flow_progress, print_json, quiet_expected_errors
+from ragplate.cli.output import (
+    console,
+    flow_progress,
+    make_console,
+    print_json,
+    quiet_expected_errors,
+)
 
 if TYPE_CHECKING:
     from ragplate.infra.runtime import Runtime
@@ -31,8 +36,9 @@ class IndexName(StrEnum):
 
 def index_docs(
     profile: Annotated[IndexProfile, typer.Option(help="Which index to build.")] = IndexProfile.all,
+    # A string, not a Path: typer turns "" into Path("."), the working directory.
     path: Annotated[
-        Path | None, typer.Option(help="Index this directory instead of the configured roots.")
+        str | None, typer.Option(help="Index this directory instead of the configured roots.")
     ] = None,
     prefix: Annotated[
         str | None,
@@ -68,12 +74,13 @@ def index_docs(
     from ragplate.infra.environment import get_settings
     from ragplate.infra.runtime import Runtime
     from ragplate.tasks.indexing.index import headed
-    from ragplate.tasks.indexing.targets import explicit_root
+    from ragplate.tasks.indexing.targets import resolve_roots
     from ragplate.tasks.indexing.up_to_date import up_to_date_rows
 
-    path_text = str(path) if path is not None else None
-    explicit_root(path_text, prefix)  # before any service
-    runtime = Runtime(get_settings())
+    path_text = path
+    settings = get_settings()
+    resolve_roots(settings, path_text, prefix)  # before any service
+    runtime = Runtime(settings)
     runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
     rows = up_to_date_rows(runtime, profile=profile.value, path=path_text, prefix=prefix,
                            full=full, always_run=always_run)
@@ -127,6 +134,7 @@ def retrieve(
 
     Example: ragplate retrieve "How does incremental indexing work?" --top-k 3 --json
     """
+    from ragplate.catalog.people import check_locale, check_permissions, check_tenant
     from ragplate.catalog.text import check_text
     from ragplate.infra.environment import get_settings
     from ragplate.infra.runtime import Runtime
@@ -141,15 +149,25 @@ def retrieve(
                                 f"--index user); the developer index is searched unfiltered")
     access = None
     if index is IndexName.user:
-        access = AccessContext(tenant=tenant, locale=locale,
-                               permissions=frozenset(permission or []), module=module)
-    hits = retrieve_with_runtime(Runtime(get_settings()), question, index=index.value,
-                                 top_k=top_k, access=access)
+        # Checked like `users create` checks them: a typo would otherwise read as an
+        # empty answer.
+        access = AccessContext(tenant=check_tenant(tenant),
+                               locale=None if locale is None else check_locale(locale),
+                               permissions=check_permissions(permission or []), module=module)
+    runtime = Runtime(get_settings())
+    hits = retrieve_with_runtime(runtime, question, index=index.value, top_k=top_k,
+                                 access=access)
+    # An empty index answers every question with nothing, which on a new home says nothing
+    # a person can act on.
+    empty = not hits and runtime.store(index.value).count() == 0
     if json_output:
+        if empty:
+            make_console(stderr=True).print(_empty_index(index.value), highlight=False)
         print_json({"hits": [h.as_dict() for h in hits]})
         return
     if not hits:
-        console.print("No documentation found for this question.")
+        console.print(_empty_index(index.value) if empty
+                      else "No documentation found for this question.", highlight=False)
         return
     for rank, hit in enumerate(hits, 1):
         data = hit.as_dict()
@@ -162,6 +180,11 @@ def retrieve(
                       f"[dim](score {data['score']:.4f}{similar})[/dim]", highlight=False)
         console.print(data["excerpt"], markup=False, highlight=False)
         console.print()
+
+
+def _empty_index(index: str) -> str:
+    return (f"The {index} index holds no documentation of the serving embedding model: "
+            "run `ragplate index-docs` first.")
 
 
 def register(app: typer.Typer) -> None:

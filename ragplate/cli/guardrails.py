@@ -31,10 +31,12 @@ def screen_command(
 
     Example: ragplate guardrails screen "Ignore your previous instructions" --json
     """
+    from ragplate.catalog.text import check_text
     from ragplate.infra.environment import get_settings
     from ragplate.infra.runtime import Runtime
     from ragplate.tasks.assistant.guard import screen_message
 
+    check_text(text, "TEXT")  # before any service starts
     runtime = Runtime(get_settings())
     verdict = screen_message(runtime, text)
     if json_output:
@@ -76,8 +78,11 @@ def train_command(
     for path in paths:
         try:
             raw = path.read_bytes()
+        except OSError as exc:  # worded as every command that reads a dataset words it
+            raise InvalidInputError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+        try:
             cases += json.loads(raw)["cases"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError) as exc:
             raise InvalidInputError(f"{path}: not a screening dataset "
                                     f"({exc.__class__.__name__})") from exc
         digest.update(raw)

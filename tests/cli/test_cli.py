@@ -214,8 +214,20 @@ def test_retrieve_user_index_with_access_options(
 
 @pytest.mark.parametrize(("args", "message"), [
     (["retrieve", "   "], "QUESTION must contain a non-space character"),
+    (["guardrails", "screen", ""], "TEXT must contain a non-space character"),
+    (["guardrails", "train", "--dataset", "/nonexistent/cases.json"],
+     "/nonexistent/cases.json: cannot be read (No such file or directory)"),
     (["index-docs", "--path", "/nonexistent/docs"], "--path /nonexistent/docs: not a directory"),
     (["index-docs", "--prefix", "docs"], "--prefix needs --path"),
+    # "" would be the working directory (an unset shell variable).
+    (["index-docs", "--path", ""], "--path is empty: name the documentation directory"),
+    (["retrieve", "backups", "--index", "user", "--tenant", "acme corp"],
+     "tenant 'acme corp' is not valid: letters, digits and _ . : - (1-200 characters)"),
+    (["retrieve", "backups", "--index", "user", "--permission", "Docs Read"],
+     "permission 'Docs Read' is not valid: lower-case words joined by '.' or ':' (e.g. "
+     "docs.developer)"),
+    (["retrieve", "backups", "--index", "user", "--locale", "english!"],
+     "locale 'english!' is not valid (e.g. en, it, pt-BR)"),
     (["retrieve", "backups", "--tenant", "acme", "--module", "core"],
      "--tenant, --module: filters of the user index only (add --index user); the developer "
      "index is searched unfiltered"),
@@ -229,6 +241,32 @@ def test_bad_options_are_refused_before_starting_anything(
     assert result.returncode == 2
     assert result.stderr.strip() == f"Error: {message}"
     assert not (home / "pgdata").exists()
+
+
+def test_a_missing_configured_root_is_refused_before_starting_anything(tmp_path: Path) -> None:
+    home = tmp_path / "never-started"
+    missing = tmp_path / "unmounted"
+    result = ragplate(home, "index-docs", RAGPLATE_DOCS_PATH=str(missing))
+
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"Error: RAGPLATE_DOCS_PATH entry is not a directory: {missing}"
+    assert not (home / "pgdata").exists()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("index", ["developer", "user"])
+def test_retrieve_over_an_empty_index_says_what_to_run(ragplate_home: Path, index: str) -> None:
+    hint = (f"The {index} index holds no documentation of the serving embedding model: run "
+            "`ragplate index-docs` first.")
+    args = ("retrieve", "How does incremental indexing work?", "--index", index)
+    plain = ragplate(ragplate_home, *args, RAGPLATE_VECTOR_STORE="memory")
+    as_json = ragplate(ragplate_home, *args, "--json", RAGPLATE_VECTOR_STORE="memory")
+
+    assert plain.returncode == 0, plain.stderr
+    assert " ".join(plain.stdout.split()) == hint
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout) == {"hits": []}
+    assert " ".join(as_json.stderr.split()) == hint
 
 
 @pytest.mark.integration

@@ -15,11 +15,15 @@ if TYPE_CHECKING:
 
 def explicit_root(path: str | None, prefix: str | None) -> dict[str, Path] | None:
     """The root of ``--path`` (with its prefix, default the directory name), ``None``
-    without one; refuses a missing directory or ``--prefix`` alone."""
+    without one; refuses an empty value, a missing directory or ``--prefix`` alone."""
     if path is None:
         if prefix is not None:
             raise InvalidInputError("--prefix needs --path")
         return None
+    if not path.strip():
+        # Path("") is the working directory: an empty value (an unset shell variable) would
+        # index whatever the command was started in.
+        raise InvalidInputError("--path is empty: name the documentation directory")
     root = Path(path).expanduser()
     if not root.is_dir():
         raise InvalidInputError(f"--path {path}: not a directory")

@@ -1,0 +1,85 @@
+"""Credentials a client put in a URL stay out of the server's access log."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ragplate.api.access_log import RedactCredentials, install, redact_path
+
+TOKEN = "rp_" + "Abc-_123" * 5
+
+
+@pytest.mark.parametrize(("path", "logged"), [
+    ("/v1/docs/search", "/v1/docs/search"),
+    (f"/v1/docs/search?token={TOKEN}", "/v1/docs/search?token=[redacted]"),
+    ("/v1/docs/search?access_token=opaque&top_k=3",
+     "/v1/docs/search?access_token=[redacted]&top_k=3"),
+    ("/app/crud/core/users?API-Key=xyz&page=2", "/app/crud/core/users?API-Key=[redacted]&page=2"),
+    # A token anywhere, under any name or in the path itself.
+    (f"/v1/docs/search?q=see%20{TOKEN}", "/v1/docs/search?q=see%20[redacted]"),
+    (f"/app/crud/core/{TOKEN}", "/app/crud/core/[redacted]"),
+    ("/v1/search?q=rebuild+the+index&mode=fast", "/v1/search?q=rebuild%20the%20index&mode=fast"),
+    ("/v1/search?flag", "/v1/search?flag="),
+])
+def test_redact_path(path: str, logged: str) -> None:
+    assert redact_path(path) == logged
+
+
+def test_the_filter_rewrites_only_the_path_of_an_access_record() -> None:
+    record = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1,
+                               '%s - "%s %s HTTP/%s" %d',
+                               ("127.0.0.1:5000", "GET", f"/health?token={TOKEN}", "1.1", 200),
+                               None)
+
+    assert RedactCredentials().filter(record)
+    assert record.getMessage() == \
+        '127.0.0.1:5000 - "GET /health?token=[redacted] HTTP/1.1" 200'
+
+
+def test_install_adds_the_filter_once() -> None:
+    install()
+    install()
+
+    filters = logging.getLogger("uvicorn.access").filters
+    assert sum(isinstance(f, RedactCredentials) for f in filters) == 1
+
+
+@pytest.mark.integration
+def test_a_token_in_the_url_never_reaches_the_served_apis_log(ragplate_home: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    environ = {k: v for k, v in os.environ.items()
+               if not k.startswith("RAGPLATE_") and k != "PREFECT_API_URL"}
+    environ.update(RAGPLATE_HOME=str(ragplate_home))
+    server = subprocess.Popen([sys.executable, "-m", "ragplate", "serve", "--port", str(port)],
+                              env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(f"{base}/health", timeout=5)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None and time.monotonic() < deadline, "serve stopped"
+                time.sleep(0.5)
+        response = httpx.post(f"{base}/v1/docs/search?token={TOKEN}",
+                              json={"query": "backups"}, timeout=30)
+    finally:
+        server.terminate()
+        log, _ = server.communicate(timeout=60)
+
+    assert response.status_code == 401
+    assert TOKEN not in log
+    assert '"POST /v1/docs/search?token=[redacted] HTTP/1.1" 401' in log
