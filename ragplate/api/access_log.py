@@ -17,9 +17,10 @@ from ragplate.catalog.people import TOKEN_PREFIX
 
 ACCESS_LOGGER = "uvicorn.access"
 REDACTED = "[redacted]"
-#: Query parameters whose value is a credential whatever it looks like.
-CREDENTIAL_KEYS = frozenset({"token", "access_token", "api_key", "apikey", "key", "auth",
-                             "authorization", "bearer", "password", "secret"})
+#: A query parameter whose name (``-`` read as ``_``) ends with one of these words holds a
+#: credential whatever its value looks like: ``token``, ``access_token``, ``X-Api-Key``.
+_CREDENTIAL_NAME = re.compile(r"(?:^|_)(?:api_?key|key|(?:access)?token|auth|authorization|"
+                              r"bearer|password|passwd|secret|credentials?)$", re.IGNORECASE)
 _TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_\-%]+")
 
 
@@ -31,7 +32,7 @@ def redact_path(path: str) -> str:
         return base
     pairs = []
     for key, value in parse_qsl(query, keep_blank_values=True):
-        secret = key.lower().replace("-", "_") in CREDENTIAL_KEYS
+        secret = _CREDENTIAL_NAME.search(key.replace("-", "_")) is not None
         shown = REDACTED if secret else _TOKEN.sub(REDACTED, value)
         pairs.append(f"{quote(key, safe='')}={quote(shown, safe='[]')}")
     return f"{base}?{'&'.join(pairs)}"

@@ -24,6 +24,11 @@ TOKEN = "rp_" + "Abc-_123" * 5
     ("/v1/docs/search?access_token=opaque&top_k=3",
      "/v1/docs/search?access_token=[redacted]&top_k=3"),
     ("/app/crud/core/users?API-Key=xyz&page=2", "/app/crud/core/users?API-Key=[redacted]&page=2"),
+    ("/v1/search?x-api-key=xyz&client_secret=s&monkey=1",
+     "/v1/search?x-api-key=[redacted]&client_secret=[redacted]&monkey=1"),
+    ("/v1/search?Token=abc&apikey=k&sort=title",
+     "/v1/search?Token=[redacted]&apikey=[redacted]&sort=title"),
+    (f"/v1/search?t={TOKEN.replace('_', '%5F', 1)}", "/v1/search?t=[redacted]"),
     # A token anywhere, under any name or in the path itself.
     (f"/v1/docs/search?q=see%20{TOKEN}", "/v1/docs/search?q=see%20[redacted]"),
     (f"/app/crud/core/{TOKEN}", "/app/crud/core/[redacted]"),
