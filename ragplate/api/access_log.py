@@ -2,40 +2,57 @@
 
 The API reads a token from the ``Authorization`` header only, yet a client may still put
 one in a URL (``?token=rp_…``, ``?api_key=…``), and the server's access log writes every
-URL as it arrived. The filter rewrites the logged path before it is formatted: any
-``rp_`` token anywhere in it, and the value of a query parameter named like a credential,
-become ``[redacted]``. The request itself is untouched (and answered 401 as usual).
+URL as it arrived. The filter rewrites the logged path before it is formatted: any ``rp_``
+token anywhere in it (path, parameter name or value, percent-encoded or not), and the value
+of a query parameter named like a credential, become ``[redacted]``; a path with nothing to
+redact is logged exactly as it came. The request itself is untouched (a 401 as usual).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from urllib.parse import parse_qsl, quote
+from urllib.parse import unquote_plus
 
 from ragplate.catalog.people import TOKEN_PREFIX
 
 ACCESS_LOGGER = "uvicorn.access"
 REDACTED = "[redacted]"
-#: A query parameter whose name (``-`` read as ``_``) ends with one of these words holds a
-#: credential whatever its value looks like: ``token``, ``access_token``, ``X-Api-Key``.
-_CREDENTIAL_NAME = re.compile(r"(?:^|_)(?:api_?key|key|(?:access)?token|auth|authorization|"
-                              r"bearer|password|passwd|secret|credentials?)$", re.IGNORECASE)
-_TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_\-%]+")
+#: A parameter whose name, as words (``X-Api-Key``, ``authToken``, ``client_secret``,
+#: ``token[]``), ends with one of these holds a credential whatever its value looks like.
+_CREDENTIAL_NAME = re.compile(
+    r"(?:^|_)(?:api_?key|key|(?:access_?)?token|auth|authorization|bearer|password|passwd|"
+    r"pwd|secret|credentials?|signature|sig|jwt)$", re.IGNORECASE)
+_TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_\-]+")
+# The prefix's underscore may arrive percent-encoded in a raw path.
+_RAW_TOKEN = re.compile(re.escape(TOKEN_PREFIX[:-1]) + r"(?:_|%5[Ff])[A-Za-z0-9_\-%]+")
+
+
+def _credential_name(name: str) -> bool:
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)  # authToken -> auth_Token
+    words = re.sub(r"[-.\s]", "_", words).removesuffix("[]")
+    return _CREDENTIAL_NAME.search(words) is not None
+
+
+def _redact_pair(pair: str) -> str:
+    key, mark, value = pair.partition("=")
+    if _TOKEN.search(unquote_plus(key)) or _RAW_TOKEN.search(key):
+        return REDACTED + (f"={REDACTED}" if mark else "")
+    if mark and (_credential_name(unquote_plus(key)) or _TOKEN.search(unquote_plus(value))
+                 or _RAW_TOKEN.search(value)):
+        return f"{key}={REDACTED}"
+    return pair
 
 
 def redact_path(path: str) -> str:
-    """``path`` (with its query string) without any credential in it."""
+    """``path`` (with its query string) without any credential in it; every other
+    character as it arrived."""
     base, mark, query = path.partition("?")
-    base = _TOKEN.sub(REDACTED, base)
+    base = _RAW_TOKEN.sub(REDACTED, base)
     if not mark:
         return base
-    pairs = []
-    for key, value in parse_qsl(query, keep_blank_values=True):
-        secret = _CREDENTIAL_NAME.search(key.replace("-", "_")) is not None
-        shown = REDACTED if secret else _TOKEN.sub(REDACTED, value)
-        pairs.append(f"{quote(key, safe='')}={quote(shown, safe='[]')}")
-    return f"{base}?{'&'.join(pairs)}"
+    # Split as the server does ('&' only), so nothing it would read as a value is missed.
+    return f"{base}?{'&'.join(_redact_pair(pair) for pair in query.split('&'))}"
 
 
 class RedactCredentials(logging.Filter):

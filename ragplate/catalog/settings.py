@@ -570,7 +570,14 @@ class Settings(BaseSettings):
             path = Path(raw).expanduser()
             if not path.is_dir():
                 raise ConfigurationError(f"RAGPLATE_DOCS_PATH entry is not a directory: {raw}")
-            roots[f"faq-extra-{path.resolve().name}"] = path
+            prefix = f"faq-extra-{path.resolve().name}"
+            if prefix in roots and roots[prefix].resolve() != path.resolve():
+                # One prefix is one root: the second would silently replace the first.
+                raise ConfigurationError(
+                    f"RAGPLATE_DOCS_PATH entries {roots[prefix]} and {raw} share the prefix "
+                    f"{prefix!r} (the directory name): rename one, or index it with "
+                    "index-docs --path DIR --prefix P")
+            roots[prefix] = path
         return roots
 
     def all_roots(self) -> dict[str, Path]:

@@ -79,7 +79,10 @@ def index_docs(
 
     path_text = path
     settings = get_settings()
-    resolve_roots(settings, path_text, prefix)  # before any service
+    # Before any service: the roots of this run, and the configured ones, which the check
+    # for an up-to-date index reads even for a --path run.
+    resolve_roots(settings, path_text, prefix)
+    settings.all_roots()
     runtime = Runtime(settings)
     runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
     rows = up_to_date_rows(runtime, profile=profile.value, path=path_text, prefix=prefix,

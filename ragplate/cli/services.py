@@ -112,8 +112,10 @@ def serve(
     notice = exposure_notice(bind_host)
     if notice:
         console.print(notice, highlight=False, markup=False)
+    # No WebSocket routes: without a WebSocket protocol an upgrade request is plain HTTP, so
+    # its URL reaches the access log's redaction (uvicorn logs a refused upgrade elsewhere).
     uvicorn.run("ragplate.api.app:create_app", factory=True, host=bind_host, port=bind_port,
-                log_level="info")
+                log_level="info", ws="none")
 
 
 def exposure_notice(host: str) -> str | None:

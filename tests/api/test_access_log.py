@@ -26,14 +26,19 @@ TOKEN = "rp_" + "Abc-_123" * 5
     ("/app/crud/core/users?API-Key=xyz&page=2", "/app/crud/core/users?API-Key=[redacted]&page=2"),
     ("/v1/search?x-api-key=xyz&client_secret=s&monkey=1",
      "/v1/search?x-api-key=[redacted]&client_secret=[redacted]&monkey=1"),
-    ("/v1/search?Token=abc&apikey=k&sort=title",
-     "/v1/search?Token=[redacted]&apikey=[redacted]&sort=title"),
+    ("/v1/search?authToken=a&clientSecret=b&privateKey=c&token[]=d&auth.token=e&keyword=f",
+     "/v1/search?authToken=[redacted]&clientSecret=[redacted]&privateKey=[redacted]"
+     "&token[]=[redacted]&auth.token=[redacted]&keyword=f"),
+    # A token anywhere: in a value of any name, as a name, in the path, percent-encoded.
+    (f"/v1/docs/search?q=see%20{TOKEN}", "/v1/docs/search?q=[redacted]"),
     (f"/v1/search?t={TOKEN.replace('_', '%5F', 1)}", "/v1/search?t=[redacted]"),
-    # A token anywhere, under any name or in the path itself.
-    (f"/v1/docs/search?q=see%20{TOKEN}", "/v1/docs/search?q=see%20[redacted]"),
+    (f"/v1/search?{TOKEN}", "/v1/search?[redacted]"),
+    (f"/v1/search?{TOKEN}=1&page=2", "/v1/search?[redacted]=[redacted]&page=2"),
     (f"/app/crud/core/{TOKEN}", "/app/crud/core/[redacted]"),
-    ("/v1/search?q=rebuild+the+index&mode=fast", "/v1/search?q=rebuild%20the%20index&mode=fast"),
-    ("/v1/search?flag", "/v1/search?flag="),
+    (f"/app/crud/core/{TOKEN.replace('_', '%5F', 1)}", "/app/crud/core/[redacted]"),
+    # Nothing to redact: logged byte for byte.
+    ("/v1/search?q=rebuild+the+index&mode=fast", "/v1/search?q=rebuild+the+index&mode=fast"),
+    ("/v1/search?flag&&x=%7E%ff", "/v1/search?flag&&x=%7E%ff"),
 ])
 def test_redact_path(path: str, logged: str) -> None:
     assert redact_path(path) == logged
@@ -81,10 +86,16 @@ def test_a_token_in_the_url_never_reaches_the_served_apis_log(ragplate_home: Pat
                 time.sleep(0.5)
         response = httpx.post(f"{base}/v1/docs/search?token={TOKEN}",
                               json={"query": "backups"}, timeout=30)
+        # A WebSocket handshake to the same URL (the API has no WebSocket routes).
+        upgrade = httpx.get(f"{base}/v1/docs/search?token={TOKEN}", timeout=30, headers={
+            "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
     finally:
         server.terminate()
         log, _ = server.communicate(timeout=60)
 
     assert response.status_code == 401
+    assert upgrade.status_code == 405  # a POST route
     assert TOKEN not in log
     assert '"POST /v1/docs/search?token=[redacted] HTTP/1.1" 401' in log
+    assert '"GET /v1/docs/search?token=[redacted] HTTP/1.1" 405' in log

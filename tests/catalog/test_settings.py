@@ -115,6 +115,28 @@ def test_docs_path_adds_one_root_per_directory(clean_env: pytest.MonkeyPatch, tm
     assert list(settings.all_roots()) == ["faq-configured", "faq-extra-alpha", "faq-extra-beta"]
 
 
+def test_two_docs_path_directories_of_one_name_are_refused(clean_env: pytest.MonkeyPatch,
+                                                            tmp_path: Path) -> None:
+    first, second = tmp_path / "a" / "docs", tmp_path / "b" / "docs"
+    first.mkdir(parents=True)
+    second.mkdir(parents=True)
+    clean_env.setenv("RAGPLATE_DOCS_PATH", os.pathsep.join([str(first), str(second)]))
+
+    with pytest.raises(ConfigurationError) as error:
+        Settings().extra_roots()
+
+    assert str(error.value) == (
+        f"RAGPLATE_DOCS_PATH entries {first} and {second} share the prefix 'faq-extra-docs' "
+        "(the directory name): rename one, or index it with index-docs --path DIR --prefix P")
+
+
+def test_one_directory_named_twice_in_docs_path_is_one_root(clean_env: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    clean_env.setenv("RAGPLATE_DOCS_PATH", os.pathsep.join([str(tmp_path), f"{tmp_path}/"]))
+
+    assert Settings().extra_roots() == {f"faq-extra-{tmp_path.name}": Path(f"{tmp_path}/")}
+
+
 def test_no_docs_path_means_no_extra_roots(clean_env: pytest.MonkeyPatch) -> None:
     settings = Settings()
 

@@ -243,10 +243,15 @@ def test_bad_options_are_refused_before_starting_anything(
     assert not (home / "pgdata").exists()
 
 
-def test_a_missing_configured_root_is_refused_before_starting_anything(tmp_path: Path) -> None:
+@pytest.mark.parametrize("with_path", [False, True])
+def test_a_missing_configured_root_is_refused_before_starting_anything(
+    tmp_path: Path, with_path: bool
+) -> None:
     home = tmp_path / "never-started"
     missing = tmp_path / "unmounted"
-    result = ragplate(home, "index-docs", RAGPLATE_DOCS_PATH=str(missing))
+    # A --path run reads the configured roots too, to tell whether the index is up to date.
+    args = ("--path", str(tmp_path)) if with_path else ()
+    result = ragplate(home, "index-docs", *args, RAGPLATE_DOCS_PATH=str(missing))
 
     assert result.returncode == 2
     assert result.stderr.strip() == f"Error: RAGPLATE_DOCS_PATH entry is not a directory: {missing}"
