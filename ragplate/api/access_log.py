@@ -23,9 +23,8 @@ REDACTED = "[redacted]"
 _CREDENTIAL_NAME = re.compile(
     r"(?:^|_)(?:api_?key|key|(?:access_?)?token|auth|authorization|bearer|password|passwd|"
     r"pwd|secret|credentials?|signature|sig|jwt)$", re.IGNORECASE)
-_TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_\-]+")
-# The prefix's underscore may arrive percent-encoded in a raw path.
-_RAW_TOKEN = re.compile(re.escape(TOKEN_PREFIX[:-1]) + r"(?:_|%5[Ff])[A-Za-z0-9_\-%]+")
+# Matched in raw text, where the prefix's underscore may arrive percent-encoded.
+_TOKEN = re.compile(re.escape(TOKEN_PREFIX[:-1]) + r"(?:_|%5[Ff])[A-Za-z0-9_\-%]+")
 
 
 def _credential_name(name: str) -> bool:
@@ -36,10 +35,9 @@ def _credential_name(name: str) -> bool:
 
 def _redact_pair(pair: str) -> str:
     key, mark, value = pair.partition("=")
-    if _TOKEN.search(unquote_plus(key)) or _RAW_TOKEN.search(key):
+    if _TOKEN.search(unquote_plus(key)):
         return REDACTED + (f"={REDACTED}" if mark else "")
-    if mark and (_credential_name(unquote_plus(key)) or _TOKEN.search(unquote_plus(value))
-                 or _RAW_TOKEN.search(value)):
+    if mark and (_credential_name(unquote_plus(key)) or _TOKEN.search(unquote_plus(value))):
         return f"{key}={REDACTED}"
     return pair
 
@@ -48,7 +46,7 @@ def redact_path(path: str) -> str:
     """``path`` (with its query string) without any credential in it; every other
     character as it arrived."""
     base, mark, query = path.partition("?")
-    base = _RAW_TOKEN.sub(REDACTED, base)
+    base = _TOKEN.sub(REDACTED, base)
     if not mark:
         return base
     # Split as the server does ('&' only), so nothing it would read as a value is missed.

@@ -74,21 +74,20 @@ def index_docs(
     from ragplate.infra.environment import get_settings
     from ragplate.infra.runtime import Runtime
     from ragplate.tasks.indexing.index import headed
-    from ragplate.tasks.indexing.targets import resolve_roots
+    from ragplate.tasks.indexing.targets import explicit_root
     from ragplate.tasks.indexing.up_to_date import up_to_date_rows
 
-    path_text = path
     settings = get_settings()
     # Before any service: the roots of this run, and the configured ones, which the check
     # for an up-to-date index reads even for a --path run.
-    resolve_roots(settings, path_text, prefix)
+    explicit_root(path, prefix)
     settings.all_roots()
     runtime = Runtime(settings)
     runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
-    rows = up_to_date_rows(runtime, profile=profile.value, path=path_text, prefix=prefix,
+    rows = up_to_date_rows(runtime, profile=profile.value, path=path, prefix=prefix,
                            full=full, always_run=always_run)
     if rows is None:
-        rows = _flow_run(runtime, profile=profile.value, path=path_text, prefix=prefix,
+        rows = _flow_run(runtime, profile=profile.value, path=path, prefix=prefix,
                          full=full, allow_empty=allow_empty, json_output=json_output)
     elif not json_output:
         console.print("Up to date: nothing to embed, delete or record; no flow run was "
