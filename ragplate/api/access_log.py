@@ -33,9 +33,14 @@ def _credential_name(name: str) -> bool:
     return _CREDENTIAL_NAME.search(words) is not None
 
 
+def holds_token(text: str) -> bool:
+    """Whether ``text`` (raw or percent-encoded) holds an ``rp_`` token."""
+    return _TOKEN.search(text) is not None or _TOKEN.search(unquote_plus(text)) is not None
+
+
 def _redact_pair(pair: str) -> str:
     key, mark, value = pair.partition("=")
-    if _TOKEN.search(unquote_plus(key)):
+    if holds_token(key):
         return REDACTED + (f"={REDACTED}" if mark else "")
     if mark and (_credential_name(unquote_plus(key)) or _TOKEN.search(unquote_plus(value))):
         return f"{key}={REDACTED}"

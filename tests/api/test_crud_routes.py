@@ -155,3 +155,15 @@ def test_a_list_refuses_a_query_parameter_it_does_not_define(
     answer = client.get("/app/crud/cms/contents", headers=headers,
                         params={"tenant": "beta"})
     assert answer.status_code == 422 and "'tenant'" in answer.json()["detail"]
+
+
+def test_an_unknown_query_parameter_that_may_be_a_credential_is_not_echoed(
+        client: TestClient, engine: sa.Engine) -> None:
+    _, headers = person(engine, *EDITOR)
+    token = headers["Authorization"].removeprefix("Bearer ")
+    for name in (token, "x" * 41, "<script>"):
+        answer = client.get(f"/app/crud/cms/contents?{name}=1", headers=headers)
+        detail = answer.json()["detail"]
+        assert answer.status_code == 422, detail
+        assert detail.startswith("an unknown query parameter (its name is not repeated):")
+        assert name not in detail
