@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from typer.testing import CliRunner
@@ -63,16 +64,49 @@ def test_flow_reproduces_the_baseline_and_publishes_artifacts(
 
 
 @pytest.mark.integration
-def test_a_dataset_failing_its_suite_is_named_and_nothing_is_written(
+def test_a_dataset_of_no_answer_questions_is_scored_by_its_refusals(
     prefect_api_url: str, tmp_path: Path
 ) -> None:
     from ragplate.flows.evaluate_documentation import evaluate_documentation
 
     data = json.loads((DATASETS / "documentation-user-fixture.json").read_text())
-    # Refusal cases only: valid case by case, but no case has ground truth to score.
-    data["cases"] = [case for case in data["cases"] if not case["expected_source_labels"]]
+    data["cases"] = [case for case in data["cases"] if case["expect_refusal"]]
     assert data["cases"]
-    dataset = tmp_path / "refusals-only.json"
+    dataset = tmp_path / "no-answer.json"
+    dataset.write_text(json.dumps(data), encoding="utf-8")
+    output, cases = tmp_path / "r.json", tmp_path / "cases.json"
+    state = evaluate_documentation(index="user", dataset=str(dataset), output=str(output),
+                                   mode="deterministic", cases_output=str(cases),
+                                   return_state=True)
+    assert state.is_completed(), state.message
+    report = json.loads(output.read_text())
+    rows = json.loads(cases.read_text())["cases"]
+    assert report["case_count"] == len(rows) == len(data["cases"])
+    # Nothing to rank: the figure is the share of questions answered with nothing.
+    refused = sum(1 for row in rows if not row["returned"])
+    assert 0 < refused < len(rows)  # the fixture has both: the figure can tell them apart
+    assert report["metrics"]["refusal_accuracy"] == round(refused / len(rows), 4)
+    assert report["metrics"]["mean_reciprocal_rank"] == 0.0
+
+
+def _expecting_nothing() -> dict[str, Any]:
+    """The user fixture with no case expecting labels or an empty answer: valid case by
+    case, but nothing to score."""
+    data = json.loads((DATASETS / "documentation-user-fixture.json").read_text())
+    for case in data["cases"]:
+        case.update(expected_source_labels=[], expected_citation_labels=[],
+                    expect_refusal=False, expect_authorized_empty=False)
+    return cast(dict[str, Any], data)
+
+
+@pytest.mark.integration
+def test_a_dataset_failing_its_suite_is_named_and_nothing_is_written(
+    prefect_api_url: str, tmp_path: Path
+) -> None:
+    from ragplate.flows.evaluate_documentation import evaluate_documentation
+
+    data = _expecting_nothing()
+    dataset = tmp_path / "expecting-nothing.json"
     dataset.write_text(json.dumps(data), encoding="utf-8")
     output = tmp_path / "r.json"
     state = evaluate_documentation(index="user", dataset=str(dataset), output=str(output),
@@ -80,7 +114,7 @@ def test_a_dataset_failing_its_suite_is_named_and_nothing_is_written(
     assert state.is_failed()
     message = str(state.result(raise_on_failure=False))
     assert message.startswith(f"{dataset}: expectation suite 'documentation_dataset' failed")
-    assert "column='expected_labels'" in message
+    assert "column='expects_outcome'" in message
     assert not output.exists() and not output.with_suffix(".html").exists()
 
 
@@ -88,9 +122,8 @@ def test_a_dataset_failing_its_suite_is_named_and_nothing_is_written(
 def test_an_error_inside_the_flow_is_one_line_on_the_console(
     prefect_api_url: str, ragplate_home: Path, tmp_path: Path
 ) -> None:
-    data = json.loads((DATASETS / "documentation-user-fixture.json").read_text())
-    data["cases"] = [case for case in data["cases"] if not case["expected_source_labels"]]
-    dataset = tmp_path / "refusals-only.json"
+    data = _expecting_nothing()
+    dataset = tmp_path / "expecting-nothing.json"
     dataset.write_text(json.dumps(data), encoding="utf-8")
     port = prefect_api_url.rsplit(":", 1)[1].split("/", 1)[0]
     environ = {k: v for k, v in os.environ.items()

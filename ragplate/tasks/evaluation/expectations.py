@@ -85,6 +85,11 @@ def documentation_dataset_frame(dataset: DocumentationDataset) -> pd.DataFrame:
     return pd.DataFrame([{
         "id": c.id, "locale": c.locale, "query_chars": len(c.query), "top_k": c.top_k,
         "expected_labels": len(c.expected_source_labels),
+        # What the case scores: expected labels, or an empty answer (a dataset of no-answer
+        # questions measures abstention alone); a dataset where no case expects either
+        # scores nothing.
+        "expects_outcome": int(bool(c.expected_source_labels) or c.expect_refusal
+                               or c.expect_authorized_empty),
         "empty_consistent": not ((c.expect_refusal or c.expect_authorized_empty)
                                  and (c.expected_source_labels or c.expected_citation_labels)),
         "tenant_consistent": (c.tenant_scope == "global") == (c.tenant_id is None),

@@ -65,3 +65,22 @@ def test_the_held_out_dataset_is_separate_mixed_and_labelled_with_real_pages(
     missing = sorted(label for label in labels if not (laraplate_corpus / label).is_file())
     assert not missing
     assert len(labels) >= 30  # spread over the corpus, not a few pages
+
+
+EVERYDAY = PROJECT_ROOT / "datasets" / "documentation-laraplate-everyday.json"
+
+
+def test_the_everyday_dataset_is_no_answer_questions_apart_from_the_others() -> None:
+    data = read_dataset(EVERYDAY, DocumentationDataset).data
+    # Questions with no answer alone are a valid dataset: it measures abstention.
+    assert validate_documentation_dataset(data).rows == len(data.cases) == 200
+    assert all(c.expect_refusal and not c.expected_source_labels
+               and not c.expected_citation_labels for c in data.cases)
+    assert Counter(c.locale for c in data.cases) == {"en": 100, "it": 100}
+    assert all(c.slices[0] == "everyday" and len(c.slices) >= 2 for c in data.cases)
+    worklike = Counter(c.locale for c in data.cases if "worklike" in c.slices)
+    assert worklike["en"] >= 20 and worklike["it"] >= 20
+    others = [read_dataset(path, DocumentationDataset).data for path in (DEV, HELDOUT)]
+    asked = {c.query.casefold() for other in others for c in other.cases}
+    assert asked.isdisjoint(c.query.casefold() for c in data.cases)
+    assert len({c.query.casefold() for c in data.cases}) == 200

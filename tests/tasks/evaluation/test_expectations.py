@@ -55,14 +55,26 @@ def test_a_failed_expectation_is_named(caplog: pytest.LogCaptureFixture) -> None
     assert "expect_column_values_to_be_between" in caplog.text
 
 
-def test_a_dataset_without_ground_truth_fails() -> None:
+def test_a_dataset_where_no_case_expects_anything_fails() -> None:
+    loaded = read_dataset(PROJECT_ROOT / "datasets" / "documentation-user-fixture.json",
+                          DocumentationDataset)
+    nothing = loaded.data.model_copy(update={"cases": [
+        c.model_copy(update={"expected_source_labels": [], "expected_citation_labels": [],
+                             "expect_refusal": False, "expect_authorized_empty": False})
+        for c in loaded.data.cases]})
+    with pytest.raises(expectations.ExpectationsFailed,
+                       match=r"expect_column_max_to_be_between\(column='expects_outcome'"):
+        expectations.validate_documentation_dataset(nothing)
+
+
+def test_a_dataset_of_no_answer_questions_alone_is_valid() -> None:
+    # It measures abstention: refusal accuracy is its figure.
     loaded = read_dataset(PROJECT_ROOT / "datasets" / "documentation-user-fixture.json",
                           DocumentationDataset)
     refusals = loaded.data.model_copy(update={"cases": [
-        c for c in loaded.data.cases if not c.expected_source_labels]})
-    with pytest.raises(expectations.ExpectationsFailed,
-                       match=r"expect_column_max_to_be_between\(column='expected_labels'"):
-        expectations.validate_documentation_dataset(refusals)
+        c for c in loaded.data.cases if c.expect_refusal]})
+    assert refusals.cases
+    assert expectations.validate_documentation_dataset(refusals).rows == len(refusals.cases)
 
 
 def test_suites_are_committed_and_known(monkeypatch: pytest.MonkeyPatch,
