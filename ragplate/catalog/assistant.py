@@ -71,6 +71,8 @@ class Policy:
     min_similarity: float
     max_documents: int
     format_citations: bool
+    #: The share of the question's words the extractive answer's evidence must hold.
+    min_coverage: float = 0.0
     fallback_locales: tuple[str, ...] = ()
 
     def allows(self, capability: str) -> bool:
@@ -104,6 +106,7 @@ def compile_policy(name: str, settings: Settings) -> Policy:
                   max_output_chars=settings.guardrails_output_max_chars,
                   min_similarity=floor, max_documents=settings.assistant_max_documents,
                   format_citations=settings.format_citations,
+                  min_coverage=settings.assistant_min_coverage,
                   fallback_locales=tuple(settings.assistant_fallback_locales))
 
 

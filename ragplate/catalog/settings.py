@@ -258,6 +258,14 @@ class Settings(BaseSettings):
         "person's own locale has no guide (JSON list; [] answers from the person's locale "
         "only). The answer's framing stays in the person's language.",
     )
+    assistant_min_coverage: float = Field(
+        default=0.25, ge=0.0, le=1.0,
+        description="The extractive answerer's second relevance check: the share of the "
+        "question's content words (stemmed, stop words dropped) its evidence must hold, "
+        "when both are in one language; less and it abstains. 0.25 was chosen on half of "
+        "the laraplate documentation and everyday questions; 0 turns the check off. Not "
+        "used with a chat model, which judges the evidence itself.",
+    )
     assistant_max_documents: int = Field(
         default=3, ge=1, le=10,
         description="Documents the assistant retrieves as evidence for one message.",

@@ -127,6 +127,11 @@ def _stem(word: str, name: str) -> str:
     return str(_stemmer(name).stemWord(word))
 
 
+def words(text: str) -> list[str]:
+    """The words of ``text`` as :func:`tokens` reads them, before stop words and stems."""
+    return _TOKEN.findall(fold(text))
+
+
 def tokens(text: str, name: str = SIMPLE) -> list[str]:
     """Words of ``text`` (letters and digits of any script, accents folded, lower-cased;
     ``_``, ``-``, ``:`` and ``/`` separate words), the stop words of ``name`` dropped,
@@ -134,10 +139,10 @@ def tokens(text: str, name: str = SIMPLE) -> list[str]:
     :data:`~ragplate.catalog.text_search.CONFIGURED` one; ``simple`` keeps words as they
     are)."""
     stop = stop_words(name)
-    words = [t for t in _TOKEN.findall(fold(text)) if t not in stop]
+    kept = [t for t in words(text) if t not in stop]
     if name == SIMPLE:
-        return words
-    return [_stem(w, name) for w in words]
+        return kept
+    return [_stem(w, name) for w in kept]
 
 
 def query_terms(query: str, languages: Iterable[str]) -> list[str]:

@@ -35,6 +35,7 @@ from ragplate.tasks.assistant.completion import (
     complete,
     renumber,
 )
+from ragplate.tasks.assistant.coverage import question_coverage
 from ragplate.tasks.assistant.evidence import build_evidence
 from ragplate.tasks.assistant.extractive import compose, extract
 from ragplate.tasks.assistant.guard import RememberingEmbedder, screen_message
@@ -219,6 +220,11 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
     if reply is None:
         if not hits:
             return Turn("abstained", text(locale, "abstention"), metadata={**meta})
+        covered = question_coverage(question, hits)
+        if covered is not None:
+            meta = {**meta, "question_coverage": round(covered, 4)}
+            if covered < policy.min_coverage:
+                return Turn("abstained", text(locale, "abstention"), metadata={**meta})
         chosen = extract(question, hits, locale=locale, passages=passages())
         if not chosen.sentences:
             return abstain

@@ -1,0 +1,77 @@
+"""Question coverage: the share of a question's words its evidence holds, within one
+language only."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragplate.catalog.assistant import compile_policy
+from ragplate.catalog.settings import Settings
+from ragplate.tasks.assistant.coverage import guess_language, hit_language, question_coverage
+from ragplate.tasks.retrieval.documentation import Hit
+
+
+def hit(text: str, locale: str = "und", label: str = "guide/indexing.md",
+        breadcrumb: list[str] | None = None) -> Hit:
+    return Hit(label, breadcrumb or [], text[:600], 0.9, {"locale": locale}, 0.9, text)
+
+
+INDEXING = hit("Unchanged sources are skipped: each file's content hash is compared with the "
+               "stored one, and only the files whose hash changed are embedded again.")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("How do I rebuild the documentation index?", "english"),
+    ("Come faccio a ricostruire l'indice della documentazione?", "italian"),
+    ("Wie kann ich den Index neu aufbauen, wenn die Dateien sich ändern?", "german"),
+    ("IReranker", None),  # a bare identifier holds no stop word
+    ("perf:crud", None),
+])
+def test_the_language_is_told_by_stop_words(text: str, expected: str | None) -> None:
+    assert guess_language(text) == expected
+
+
+def test_a_hit_is_read_in_its_locale_or_else_in_the_language_of_its_text() -> None:
+    assert hit_language(hit("Il file viene saltato.", locale="it")) == "italian"
+    assert hit_language(hit("Il file viene saltato se il suo hash non è cambiato.")) == "italian"
+    assert hit_language(INDEXING) == "english"
+    assert hit_language(hit("ISearchPlanner IReranker")) is None
+
+
+def test_coverage_is_the_share_of_the_questions_words_the_evidence_holds() -> None:
+    # skip/skipped, unchanged, source/sources, index/indexing (label): all held, stemmed.
+    assert question_coverage("Why are unchanged sources skipped when indexing?",
+                             [INDEXING]) == 1.0
+    # chicken, cook, frozen, safe, straight: none held.
+    assert question_coverage("Is it safe to cook chicken straight from frozen?",
+                             [INDEXING]) == 0.0
+    # hash, chang (changed), file, recip: three of four.
+    assert question_coverage("Which files changed their hash, and with which recipe?",
+                             [INDEXING]) == 0.75
+
+
+def test_label_and_breadcrumb_count_as_evidence() -> None:
+    section = hit("It runs every night.", label="operations/nightly.md",
+                  breadcrumb=["Operations", "Reindex deployment"])
+    assert question_coverage("When does the nightly reindex deployment run?",
+                             [section]) == 1.0
+
+
+def test_no_figure_across_languages_or_without_a_language() -> None:
+    italian = "Come vengono saltati i file non modificati durante l'indicizzazione?"
+    assert question_coverage(italian, [INDEXING]) is None  # English evidence only
+    assert question_coverage("IReranker", [INDEXING]) is None
+    assert question_coverage("How do I do it?", [INDEXING]) is None  # no content word
+    assert question_coverage("Why are unchanged sources skipped?", []) is None
+    # Only the hits in the question's language count.
+    mixed = [hit("Il file viene saltato se il suo hash non è cambiato.", locale="it"),
+             INDEXING]
+    assert question_coverage("Why are unchanged sources skipped?", mixed) == 1.0
+
+
+def test_the_policy_carries_the_configured_coverage() -> None:
+    assert compile_policy("developer_help", Settings(_env_file=None)).min_coverage == 0.25
+    off = Settings(_env_file=None, assistant_min_coverage=0.0)
+    assert compile_policy("developer_help", off).min_coverage == 0.0
+    with pytest.raises(ValueError, match="assistant_min_coverage"):
+        Settings(_env_file=None, assistant_min_coverage=1.5)

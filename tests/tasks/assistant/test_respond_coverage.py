@@ -1,0 +1,48 @@
+"""The extractive answer's coverage check through the answer path, on the real developer
+index and model: an everyday question that shares a word or two with a page is abstained
+on, a documentation question is answered, and the setting turns the check off."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragplate.catalog.people import Person
+from ragplate.catalog.settings import Settings
+from ragplate.infra.runtime import Runtime
+from ragplate.infra.stores.base import DocumentStore
+from ragplate.tasks.assistant.respond import answer_turn
+
+pytestmark = pytest.mark.integration
+
+#: Shares "dump" and "night" with ops/backup.md, and nothing else that matters.
+EVERYDAY = "Is it bad to dump old paint and brushes in the backyard at night near the garden?"
+DOCUMENTATION = "How are unchanged sources skipped by the indexing?"
+
+
+def ask(settings: Settings, question: str, **changes: object) -> tuple[str, dict[str, object]]:
+    # No evidence floor: what is measured is the coverage check alone.
+    runtime = Runtime(settings.model_copy(update={"assistant_min_similarity": -1.0,
+                                                  **changes}))
+    turn = answer_turn(runtime, person=Person(id=0, name="t", locale="en"), text_in=question,
+                       context=None, profile="developer_help")
+    return turn.status, turn.metadata
+
+
+def test_an_everyday_question_sharing_a_word_by_chance_is_abstained_on(
+        settings: Settings, developer_index: DocumentStore) -> None:
+    status, metadata = ask(settings, EVERYDAY)
+    assert status == "abstained"
+    coverage = metadata["question_coverage"]
+    assert isinstance(coverage, float) and 0 < coverage < 0.25
+    # The words it shares are enough for the answerer alone: the check is what abstains.
+    assert ask(settings, EVERYDAY, assistant_min_coverage=0.0)[0] == "answered"
+
+
+def test_a_documentation_question_is_answered_with_its_coverage_recorded(
+        settings: Settings, developer_index: DocumentStore) -> None:
+    status, metadata = ask(settings, DOCUMENTATION)
+    assert status == "answered"
+    assert metadata["question_coverage"] == 1.0
+    # A bare identifier tells no language: no figure, the answer path as before.
+    status, metadata = ask(settings, "content hash")
+    assert "question_coverage" not in metadata
