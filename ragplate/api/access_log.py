@@ -38,6 +38,18 @@ def holds_token(text: str) -> bool:
     return _TOKEN.search(text) is not None or _TOKEN.search(unquote_plus(text)) is not None
 
 
+#: A name an error may repeat: letters joined by ``_ . -``, an optional ``[]``, at most 32
+#: characters. No digit: a name with one (``ghp_…``, ``AKIA…``, ``hunter2``) may be a secret
+#: a client put in the wrong place, and errors are not a place to repeat it.
+_REPEATABLE = re.compile(r"[A-Za-z][A-Za-z_.\-]{0,31}(?:\[\])?")
+
+
+def repeatable(name: str) -> bool:
+    """Whether an error may repeat ``name``, a parameter or field name a client sent: it
+    reads like a name and holds no token."""
+    return _REPEATABLE.fullmatch(name) is not None and not holds_token(name)
+
+
 def _redact_pair(pair: str) -> str:
     key, mark, value = pair.partition("=")
     if holds_token(key):

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -24,6 +25,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
+from ragplate.api.access_log import repeatable
 from ragplate.catalog.errors import RagplateError
 from ragplate.catalog.text import without_paths
 from ragplate.infra.database import CONNECTION_ERRORS, connection_lost
@@ -76,15 +78,26 @@ def _body(error: str, detail: Any, status: int) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": error, "detail": detail})
 
 
+#: What a problem's location says instead of an unknown field's name that may be a secret.
+NOT_REPEATED = "(an unknown field, its name not repeated)"
 #: The most problems a validation error lists.
 MAX_PROBLEMS = 20
+
+
+def _location(error: Mapping[str, Any]) -> list[Any]:
+    """Where a problem is; an unknown field's name only when it may be repeated."""
+    loc = list(error.get("loc", ()))
+    if (error.get("type") == "extra_forbidden" and loc and isinstance(loc[-1], str)
+            and not repeatable(loc[-1])):
+        loc[-1] = NOT_REPEATED
+    return loc
 
 
 def _problems(exc: RequestValidationError) -> list[dict[str, Any]]:
     # "input" and "ctx" are left out: they repeat what the caller sent.
     errors = exc.errors()
     problems: list[dict[str, Any]] = [
-        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")),
+        {"loc": _location(e), "msg": str(e.get("msg", "")),
          "type": str(e.get("type", ""))} for e in errors[:MAX_PROBLEMS]]
     if len(errors) > MAX_PROBLEMS:
         problems.append({"loc": [], "msg": f"and {len(errors) - MAX_PROBLEMS} more problems",

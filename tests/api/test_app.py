@@ -13,6 +13,7 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 from ragplate.api.app import create_app
+from ragplate.api.errors import NOT_REPEATED
 from ragplate.catalog.settings import DEFAULT_PROFILE, Settings
 from ragplate.infra.stores.base import DocumentStore
 from tests.testing.corpus import DEVELOPER_FILES
@@ -71,6 +72,16 @@ def test_search_validation_errors_are_422(
     assert ["body", field] in [error["loc"] for error in body["detail"]]
     # Problems are described, the input is not echoed back.
     assert all(set(error) == {"loc", "msg", "type"} for error in body["detail"])
+
+
+def test_an_unknown_field_is_named_only_when_it_cannot_be_a_secret(client: TestClient) -> None:
+    response = client.post("/v1/docs/search",
+                           json={"query": "x", "verbose": True, "AKIA2E0A8F3B244C9986": 1})
+
+    assert response.status_code == 422
+    located = [error["loc"] for error in response.json()["detail"]]
+    assert sorted(located) == [["body", NOT_REPEATED], ["body", "verbose"]]
+    assert "AKIA2E0A8F3B244C9986" not in response.text
 
 
 def test_search_returns_cited_hits(client: TestClient) -> None:

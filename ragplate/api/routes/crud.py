@@ -7,7 +7,6 @@ A write answers 201/200 when applied and 202 when it waits for an approver.
 
 from __future__ import annotations
 
-import re
 import uuid
 from enum import Enum
 from typing import Annotated, Any, Literal
@@ -15,7 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragplate.api.access_log import holds_token
+from ragplate.api.access_log import repeatable
 from ragplate.api.deps import CrudDep, MemberDep
 from ragplate.api.errors import AUTH_RESPONSES, ERROR_RESPONSES, ErrorBody
 from ragplate.api.fields import StrictRequest
@@ -172,7 +171,6 @@ def _answer(outcome: WriteOutcome, response: Response, applied: int) -> OutcomeO
 
 #: The query parameters of a list.
 LIST_QUERY = ("limit", "offset", "locale")
-_PARAMETER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.\-\[\]]{0,39}")
 
 
 def _known_query(request: Request) -> None:
@@ -180,9 +178,7 @@ def _known_query(request: Request) -> None:
     (a client sending ``tenant`` must learn it is not honoured)."""
     for name in request.query_params:
         if name not in LIST_QUERY:
-            # Named only when it reads like a parameter name: a client may have put a
-            # credential (or anything else) there, and errors are not a place to repeat it.
-            named = (repr(name) if _PARAMETER_NAME.fullmatch(name) and not holds_token(name)
+            named = (repr(name) if repeatable(name)
                      else "an unknown query parameter (its name is not repeated)")
             raise InvalidInputError(f"{named}: not a query parameter of this list "
                                     f"({', '.join(LIST_QUERY)})")
