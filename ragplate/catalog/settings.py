@@ -264,7 +264,8 @@ class Settings(BaseSettings):
         "question's content words (stemmed, stop words dropped) its evidence must hold, "
         "when both are in one language; less and it abstains. 0.25 was chosen on half of "
         "the laraplate documentation and everyday questions; 0 turns the check off. Not "
-        "used with a chat model, which judges the evidence itself.",
+        "used with a chat model, which judges the evidence itself, but used when a "
+        "configured chat model fails and the answer falls back to the extractive one.",
     )
     assistant_max_documents: int = Field(
         default=3, ge=1, le=10,

@@ -193,15 +193,19 @@ def _with_pending(answer: str, locale: str, toolsets: list[Toolset],
     return (kept + "\n\n" if kept else "") + " ".join(notices)
 
 
+def _abstention(locale: str, meta: dict[str, Any], **more: Any) -> Turn:
+    """An abstention carrying everything the turn learnt so far (a copy of ``meta``)."""
+    return Turn("abstained", text(locale, "abstention"), metadata={**meta, **more})
+
+
 def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
               meta: dict[str, Any], evidence: Any, chat: ChatModel | None,
               passages: Callable[[], dict[int, list[str]]],
               toolsets: list[Toolset] | None = None) -> Turn:
-    abstain = Turn("abstained", text(locale, "abstention"), metadata={**meta})
     toolsets = toolsets or []
     tools = _admitted(policy, toolsets)
     if not hits and not tools:
-        return abstain
+        return _abstention(locale, meta)
     reply: ChatAnswer | None = None
     runs: dict[str, int] = {}
     if chat is not None:
@@ -219,15 +223,15 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
                     if isinstance(exc, ChatModelError) else "chat_invalid_answer"}
     if reply is None:
         if not hits:
-            return Turn("abstained", text(locale, "abstention"), metadata={**meta})
-        covered = question_coverage(question, hits)
+            return _abstention(locale, meta)
+        covered = question_coverage(question, hits, locale=locale)
         if covered is not None:
             meta = {**meta, "question_coverage": round(covered, 4)}
             if covered < policy.min_coverage:
-                return Turn("abstained", text(locale, "abstention"), metadata={**meta})
+                return _abstention(locale, meta)
         chosen = extract(question, hits, locale=locale, passages=passages())
         if not chosen.sentences:
-            return abstain
+            return _abstention(locale, meta)
         answer = compose(chosen, framing=text(locale, "framing"))
         cited = chosen.cited
         quoted: dict[int, list[str]] = {}
@@ -239,12 +243,11 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
         if reply.clarification:
             question_back = clarifying_question(reply.answer)
             if question_back is None:
-                return Turn("abstained", text(locale, "abstention"), metadata={
-                    **meta, "answerer": "chat", "degraded_reason": "clarification_refused"})
+                return _abstention(locale, meta, answerer="chat",
+                                   degraded_reason="clarification_refused")
             return Turn("clarification", question_back, metadata={**meta, "answerer": "chat"})
         if not reply.supported:
-            return Turn("abstained", text(locale, "abstention"),
-                        metadata={**meta, "answerer": "chat"})
+            return _abstention(locale, meta, answerer="chat")
         cited = [hits[n - 1] for n in reply.citations]
         meta = {**meta, "answerer": "chat"}
         if runs:

@@ -7,6 +7,8 @@ import pytest
 
 from ragplate.catalog.assistant import compile_policy
 from ragplate.catalog.settings import Settings
+from ragplate.infra.stores.lexical import STOP_WORDS
+from ragplate.tasks.assistant import coverage
 from ragplate.tasks.assistant.coverage import guess_language, hit_language, question_coverage
 from ragplate.tasks.retrieval.documentation import Hit
 
@@ -63,10 +65,46 @@ def test_no_figure_across_languages_or_without_a_language() -> None:
     assert question_coverage("IReranker", [INDEXING]) is None
     assert question_coverage("How do I do it?", [INDEXING]) is None  # no content word
     assert question_coverage("Why are unchanged sources skipped?", []) is None
-    # Only the hits in the question's language count.
-    mixed = [hit("Il file viene saltato se il suo hash non è cambiato.", locale="it"),
-             INDEXING]
-    assert question_coverage("Why are unchanged sources skipped?", mixed) == 1.0
+
+
+def test_only_the_hits_in_the_questions_language_or_in_none_count() -> None:
+    question = "Why are unchanged sources skipped?"
+    elsewhere = hit("Unchanged sources skipped: il file viene saltato se non è cambiato.",
+                    locale="it")
+    nothing = hit("It runs every night.", locale="en", label="ops/nightly.md")
+    # The Italian hit holds the words, but it is not read in English.
+    assert question_coverage(question, [elsewhere, nothing]) == 0.0
+    # A hit whose language cannot be told (code, identifiers) is evidence in any language,
+    # once one hit is in the question's.
+    code = hit("unchanged_sources.skipped()", label="api/reference.md")
+    assert hit_language(code) is None
+    assert question_coverage(question, [nothing, code]) == 1.0
+    assert question_coverage(question, [code]) is None
+
+
+def test_accented_stop_words_count_and_a_tie_goes_to_the_persons_locale() -> None:
+    # "è" and "perché" are Italian stop words; the text's words are read folded.
+    assert guess_language("Perché è lento?") == "italian"
+    # "I" is an English pronoun and an Italian article: the person's locale decides.
+    assert guess_language("I backup notturni") is None
+    assert guess_language("I backup notturni", prefer="italian") == "italian"
+    assert guess_language("I backup notturni", prefer="english") == "english"
+    assert guess_language("IReranker", prefer="english") is None  # no stop word at all
+    italian_hit = hit("I backup notturni vengono conservati per trenta giorni.", locale="it")
+    assert question_coverage("I backup notturni", [italian_hit], locale="it") == 1.0
+    assert question_coverage("I backup notturni", [italian_hit]) is None
+
+
+def test_without_the_servers_stop_word_lists_english_is_still_told(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(coverage, "stop_words", lambda name: STOP_WORDS)
+    coverage._stop_lists.cache_clear()
+    try:
+        assert guess_language("How do I rebuild the documentation index?") == "english"
+        assert question_coverage("Is it safe to cook chicken straight from frozen?",
+                                 [INDEXING]) == 0.0
+    finally:
+        coverage._stop_lists.cache_clear()
 
 
 def test_the_policy_carries_the_configured_coverage() -> None:

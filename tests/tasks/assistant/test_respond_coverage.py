@@ -46,3 +46,12 @@ def test_a_documentation_question_is_answered_with_its_coverage_recorded(
     # A bare identifier tells no language: no figure, the answer path as before.
     status, metadata = ask(settings, "content hash")
     assert "question_coverage" not in metadata
+
+
+def test_an_abstention_after_the_check_keeps_the_coverage_it_measured(
+        settings: Settings, developer_index: DocumentStore) -> None:
+    # "upgrades" is in ops/upgrade.md's label and heading only: covered, yet no sentence
+    # to quote, and the turn still says what the check found.
+    status, metadata = ask(settings, "What about upgrades?")
+    assert status == "abstained"
+    assert metadata["question_coverage"] == 1.0
