@@ -6,6 +6,9 @@ URL as it arrived. The filter rewrites the logged path before it is formatted: a
 token anywhere in it (path, parameter name or value, percent-encoded or not), and the value
 of a query parameter named like a credential, become ``[redacted]``; a path with nothing to
 redact is logged exactly as it came. The request itself is untouched (a 401 as usual).
+
+The same tests decide which names a client sent an error may repeat (:func:`repeatable`):
+an unknown query parameter or body field may be a secret put in the wrong place.
 """
 
 from __future__ import annotations

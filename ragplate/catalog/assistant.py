@@ -72,7 +72,7 @@ class Policy:
     max_documents: int
     format_citations: bool
     #: The share of the question's words the extractive answer's evidence must hold.
-    min_coverage: float = 0.0
+    min_coverage: float
     fallback_locales: tuple[str, ...] = ()
 
     def allows(self, capability: str) -> bool:

@@ -16,8 +16,9 @@ Words can only be compared within one language: the question's language is guess
 its stop words (a tie goes to the person's locale), and a hit's is its locale's, or
 guessed from its text when its locale names none (``und``). A hit whose language cannot be
 told (code, a table of identifiers) counts as evidence too. When the question's language
-cannot be told, or no hit is in it (an Italian question over English pages), there is no
-figure and the check does not apply: the floor stays the only relevance check there.
+cannot be told (no stop word, a tie, or the server's stop-word lists cannot be read), or
+no hit is in it (an Italian question over English pages), there is no figure and the
+check does not apply: the floor stays the only relevance check there.
 """
 
 from __future__ import annotations
@@ -26,9 +27,15 @@ import logging
 from collections.abc import Sequence
 from functools import lru_cache
 
-from ragplate.catalog.documents import breadcrumb_text
 from ragplate.catalog.text_search import LANGUAGES, SIMPLE, language
-from ragplate.infra.stores.lexical import STOP_WORDS, fold, stop_words, tokens, words
+from ragplate.infra.stores.lexical import (
+    STOP_WORDS,
+    chunk_language,
+    fold,
+    stop_words,
+    tokens,
+    words,
+)
 from ragplate.tasks.retrieval.documentation import Hit
 
 logger = logging.getLogger(__name__)
@@ -38,13 +45,15 @@ logger = logging.getLogger(__name__)
 def _stop_lists() -> dict[str, frozenset[str]]:
     """Each language's stop words, folded as the words of a text are (``è`` -> ``e``),
     for the languages that have a list (Romanian has none). Without the server's lists
-    every language would read :data:`STOP_WORDS`, and tie: English alone keeps them."""
+    there is nothing to tell languages by: the short English fallback list would take an
+    Italian question with an "a" or an "in" for English, so no language is told and the
+    check does not apply."""
+    if all(stop_words(name) is STOP_WORDS for name in LANGUAGES.values()):
+        logger.warning("no text-search stop word lists: the assistant's coverage check is "
+                       "off (the questions' language cannot be told)")
+        return {}
     lists = {name: frozenset(fold(word) for word in stop_words(name))
              for name in sorted(set(LANGUAGES.values()))}
-    if all(stop_words(name) is STOP_WORDS for name in lists):
-        logger.warning("no text-search stop word lists: only English questions are checked "
-                       "for coverage")
-        return {"english": lists["english"]}
     return {name: stops for name, stops in lists.items() if stops}
 
 
@@ -65,10 +74,19 @@ def guess_language(text: str, *, prefer: str | None = None) -> str | None:
 
 
 def hit_language(hit: Hit) -> str | None:
-    """The language a hit is read in: its locale's, else guessed from its text."""
-    locale = hit.metadata.get("locale")
-    named = language(locale if isinstance(locale, str) else None)
+    """The language a hit is read in: its locale's, else guessed from its text (not the
+    person's, which the answerer reads it in: a page without a locale is often English
+    whoever asks)."""
+    named = chunk_language(hit.metadata)
     return named if named != SIMPLE else guess_language(hit.text or hit.excerpt)
+
+
+def _content_words(question: str, name: str) -> set[str]:
+    """The question's words, stemmed, without the language's stop words, accented ones
+    included (``perché``, ``più``): :func:`tokens` drops them as PostgreSQL does, unfolded,
+    which keeps those as words."""
+    stops = _stop_lists()[name]
+    return set(tokens(" ".join(w for w in words(question) if w not in stops), name))
 
 
 def question_coverage(question: str, hits: Sequence[Hit], *,
@@ -80,14 +98,13 @@ def question_coverage(question: str, hits: Sequence[Hit], *,
     name = guess_language(question, prefer=language(locale) if locale else None)
     if name is None:
         return None
-    asked = set(tokens(question, name))
+    asked = _content_words(question, name)
     read = [(hit, hit_language(hit)) for hit in hits]
     if not asked or not any(told == name for _, told in read):
         return None
     held: set[str] = set()
     for hit, told in read:
         if told in (name, None):
-            evidence = " ".join((hit.text or hit.excerpt, hit.source_label,
-                                 breadcrumb_text(hit.heading_breadcrumb)))
-            held.update(tokens(evidence, name))
+            held.update(tokens(hit.text or hit.excerpt, name))
+            held.update(tokens(" ".join((hit.source_label, *hit.heading_breadcrumb)), name))
     return len(asked & held) / len(asked)

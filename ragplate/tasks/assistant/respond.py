@@ -37,7 +37,7 @@ from ragplate.tasks.assistant.completion import (
 )
 from ragplate.tasks.assistant.coverage import question_coverage
 from ragplate.tasks.assistant.evidence import build_evidence
-from ragplate.tasks.assistant.extractive import compose, extract
+from ragplate.tasks.assistant.extractive import MAX_SOURCES, compose, extract
 from ragplate.tasks.assistant.guard import RememberingEmbedder, screen_message
 from ragplate.tasks.assistant.output_policy import check_output
 from ragplate.tasks.assistant.scope import Scope, resolve_scope
@@ -224,7 +224,7 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
     if reply is None:
         if not hits:
             return _abstention(locale, meta)
-        covered = question_coverage(question, hits, locale=locale)
+        covered = question_coverage(question, hits[:MAX_SOURCES], locale=locale)
         if covered is not None:
             meta = {**meta, "question_coverage": round(covered, 4)}
             if covered < policy.min_coverage:

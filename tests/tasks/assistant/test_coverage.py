@@ -7,6 +7,7 @@ import pytest
 
 from ragplate.catalog.assistant import compile_policy
 from ragplate.catalog.settings import Settings
+from ragplate.infra.stores import lexical
 from ragplate.infra.stores.lexical import STOP_WORDS
 from ragplate.tasks.assistant import coverage
 from ragplate.tasks.assistant.coverage import guess_language, hit_language, question_coverage
@@ -95,16 +96,29 @@ def test_accented_stop_words_count_and_a_tie_goes_to_the_persons_locale() -> Non
     assert question_coverage("I backup notturni", [italian_hit]) is None
 
 
-def test_without_the_servers_stop_word_lists_english_is_still_told(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(coverage, "stop_words", lambda name: STOP_WORDS)
-    coverage._stop_lists.cache_clear()
+def test_accented_stop_words_are_not_content_words() -> None:
+    # "perché", "è" and "più" are dropped: backup and veloce are asked, backup is held.
+    nightly = hit("Il backup viene eseguito ogni notte.", locale="it")
+    assert question_coverage("Perché il backup non è più veloce?", [nightly]) == 0.5
+
+
+def test_without_the_servers_text_search_data_no_language_is_told(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    caches = (lexical.stop_words, lexical._unaccent, coverage._stop_lists)
+    monkeypatch.setattr(lexical, "_tsearch_data", lambda: None)
+    for cache in caches:
+        cache.cache_clear()
     try:
-        assert guess_language("How do I rebuild the documentation index?") == "english"
+        assert lexical.stop_words("italian") is STOP_WORDS  # every language reads one list
+        # The English fallback list holds "a": Italian would be taken for English.
+        assert guess_language("Come faccio a ricostruire l'indice?") is None
+        assert guess_language("How do I rebuild the documentation index?") is None
         assert question_coverage("Is it safe to cook chicken straight from frozen?",
-                                 [INDEXING]) == 0.0
+                                 [INDEXING]) is None
+        assert "coverage check is off" in caplog.text
     finally:
-        coverage._stop_lists.cache_clear()
+        for cache in caches:
+            cache.cache_clear()
 
 
 def test_the_policy_carries_the_configured_coverage() -> None:

@@ -45,7 +45,7 @@ def test_a_documentation_question_is_answered_with_its_coverage_recorded(
     assert metadata["question_coverage"] == 1.0
     # A bare identifier tells no language: no figure, the answer path as before.
     status, metadata = ask(settings, "content hash")
-    assert "question_coverage" not in metadata
+    assert status == "answered" and "question_coverage" not in metadata
 
 
 def test_an_abstention_after_the_check_keeps_the_coverage_it_measured(
