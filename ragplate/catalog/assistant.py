@@ -119,6 +119,10 @@ TEXTS: dict[str, dict[str, str]] = {
                       "won't guess. Try rephrasing the question, or ask an administrator.",
         "framing": "From the documentation:",
         "sources": "Sources",
+        "no_answer": "No answer in the documentation",
+        "refused": "Refused",
+        "asks": "The assistant asks:",
+        "degraded": "(the chat model did not answer: this is the extractive answer)",
         "too_long": "Your message is longer than {limit} characters. Please ask a shorter "
                     "question.",
     },
@@ -130,6 +134,10 @@ TEXTS: dict[str, dict[str, str]] = {
                       "domanda o chiedi a un amministratore.",
         "framing": "Dalla documentazione:",
         "sources": "Fonti",
+        "no_answer": "Nessuna risposta nella documentazione",
+        "refused": "Rifiutata",
+        "asks": "L'assistente chiede:",
+        "degraded": "(il modello di chat non ha risposto: questa è la risposta estrattiva)",
         "too_long": "Il messaggio supera i {limit} caratteri. Prova con una domanda più "
                     "breve.",
     },

@@ -104,30 +104,36 @@ def _first_line(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
-def render_turn(console: Console, turn: Turn) -> None:
+def render_turn(console: Console, turn: Turn, *, locale: str = "en") -> None:
     """An answer as Markdown with its sources listed below it (label and the excerpt's
-    first line); a refusal, an abstention or a question back says so first."""
+    first line); a refusal, an abstention or a question back says so first. Headings are
+    in the person's language; on a pipe the answer is its Markdown text, unwrapped."""
     from rich.markdown import Markdown
     from rich.text import Text
 
+    from ragplate.catalog.assistant import text
+
     if turn.status == "refused":
-        console.print(Text(f"Refused ({turn.refusal_category or 'policy'})", style="bold yellow"))
+        heading = f"{text(locale, 'refused')} ({turn.refusal_category or 'policy'})"
+        console.print(Text(heading, style="bold yellow"))
         console.print(Text(turn.text))
         return
     if turn.status == "abstained":
-        console.print(Text("No answer in the documentation", style="bold yellow"))
+        console.print(Text(text(locale, "no_answer"), style="bold yellow"))
         console.print(Text(turn.text))
         return
     if turn.status == "clarification":
-        console.print(Text("The assistant asks:", style="bold cyan"))
-    console.print(Markdown(turn.text))
+        console.print(Text(text(locale, "asks"), style="bold cyan"))
+    if console.is_terminal:
+        console.print(Markdown(turn.text))
+    else:  # Rich would pad and wrap every line to the console's width
+        console.print(turn.text, markup=False, highlight=False, soft_wrap=True)
     if turn.metadata.get("degraded_reason"):
-        console.print(Text("(the chat model did not answer: this is the extractive answer)",
-                           style="dim"))
+        console.print(Text(text(locale, "degraded"), style="dim"))
     if not turn.citations:
         return
     console.print()
-    console.print(Text("Sources", style="bold"))
+    console.print(Text(text(locale, "sources"), style="bold"))
     for number, citation in enumerate(turn.citations, 1):
         head = f"[{number}] {citation['source_label']}  "
         # One line per source where the terminal is wide enough; /sources has the rest.
@@ -187,7 +193,7 @@ def _keep_questions_only(line: str) -> None:
 
 
 def chat(ask: Callable[[str], Turn], console: Console, *,
-         history: Path | None = None) -> None:
+         history: Path | None = None, locale: str = "en") -> None:
     """The interactive help: read a line at the prompt, answer it, until ``/quit`` or
     end of input. Ctrl-C drops the line being typed (or the answer being prepared); an
     error is shown and the chat goes on."""
@@ -242,7 +248,7 @@ def chat(ask: Callable[[str], Turn], console: Console, *,
                 console.print(f"[red]Error:[/red] {escape(str(exc))}", highlight=False,
                               soft_wrap=True)
                 continue
-            render_turn(console, last)
+            render_turn(console, last, locale=locale)
             console.print()
     finally:
         if save is not None:
@@ -309,11 +315,11 @@ def help_command(
         if json_output:
             print_json(turn_data(turn))
         else:
-            render_turn(console, turn)
+            render_turn(console, turn, locale=locale.value)
         return
     # Piped input has no arrow keys to recall a history with.
     history = ensure_dir(settings.home) / HISTORY_FILE if sys.stdin.isatty() else None
-    chat(ask, console, history=history)
+    chat(ask, console, history=history, locale=locale.value)
 
 
 def _require_documents(runtime: Runtime) -> None:

@@ -117,6 +117,22 @@ def test_the_italian_locale_frames_the_answer_in_italian(
     assert data["text"].startswith("Dalla documentazione:")
 
 
+def test_the_headings_are_in_the_askers_language_and_a_pipe_gets_plain_lines(
+    developer_index: DocumentStore,
+) -> None:
+    answered = CliRunner().invoke(app, ["help", "--question", QUESTION, "--locale", "it"])
+    assert answered.exit_code == 0, answered.output
+    answer, sources = answered.output.split("Fonti", 1)
+    assert answer.startswith("Dalla documentazione:") and "[1] dev/guide/indexing.md" in sources
+    # Not a terminal: no line is padded to the console's width.
+    assert all(line == line.rstrip() for line in answer.splitlines()), answer
+    abstained = CliRunner().invoke(app, ["help", "--locale", "it", "--question",
+                                         "What was the score of the 1998 world cup final?"])
+    assert "Nessuna risposta nella documentazione" in abstained.output
+    refused = CliRunner().invoke(app, ["help", "--question", INJECTION, "--locale", "it"])
+    assert "Rifiutata (instruction_override)" in refused.output
+
+
 def test_a_locale_without_texts_is_a_usage_error(ragplate_home: Path) -> None:
     result = ragplate(ragplate_home, "help", "--question", QUESTION, "--locale", "fr")
 
