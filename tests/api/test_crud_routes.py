@@ -155,6 +155,30 @@ def test_a_list_refuses_a_query_parameter_it_does_not_define(
     answer = client.get("/app/crud/cms/contents", headers=headers,
                         params={"tenant": "beta"})
     assert answer.status_code == 422 and "'tenant'" in answer.json()["detail"]
+    assert "(limit, offset, locale)" in answer.json()["detail"]
+
+
+def test_every_data_route_refuses_a_query_parameter_it_does_not_define(
+        client: TestClient, engine: sa.Engine) -> None:
+    _, headers = person(engine, *EDITOR)
+    created = client.post("/app/crud/cms/contents", headers=headers,
+                          json={"locale": "en", "title": "T", "body": "B"})
+    assert created.status_code == 201, created.text
+    key = created.json()["record"]["id"]
+    record = f"/app/crud/cms/contents/{key}"
+    approval = "/app/crud/approvals/00000000-0000-0000-0000-000000000000/approve"
+    for method, path, body in (("GET", record, None), ("PATCH", record, {"title": "U"}),
+                               ("DELETE", record, None),
+                               ("POST", "/app/crud/cms/contents", {"title": "T"}),
+                               ("GET", "/app/crud/approvals", None), ("POST", approval, None)):
+        answer = client.request(method, path, headers=headers, json=body,
+                                params={"tenant": "beta"})
+        assert answer.status_code == 422, (method, path, answer.text)
+        assert answer.json()["detail"].startswith("'tenant': not a query parameter")
+    # Refused before anything was done: the record is there, unchanged.
+    assert client.get(record, headers=headers).json()["translations"]["en"]["title"] == "T"
+    # Without a token the answer is a 401, whatever the query.
+    assert client.get(record, params={"tenant": "beta"}).status_code == 401
 
 
 def test_an_unknown_query_parameter_that_may_be_a_credential_is_not_echoed(

@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragplate.api.access_log import repeatable
@@ -169,19 +170,23 @@ def _answer(outcome: WriteOutcome, response: Response, applied: int) -> OutcomeO
     return OutcomeOut.model_validate(outcome.as_dict())
 
 
-#: The query parameters of a list.
-LIST_QUERY = ("limit", "offset", "locale")
-
-
 def _known_query(request: Request) -> None:
-    """A query parameter the list does not define is refused, as a body's unknown field is
+    """A query parameter the route does not define is refused, as a body's unknown field is
     (a client sending ``tenant`` must learn it is not honoured)."""
+    route = request.scope.get("route")
+    declared = ([p.alias for p in route.dependant.query_params]
+                if isinstance(route, APIRoute) else [])
     for name in request.query_params:
-        if name not in LIST_QUERY:
+        if name not in declared:
             named = (repr(name) if repeatable(name)
                      else "an unknown query parameter (its name is not repeated)")
-            raise InvalidInputError(f"{named}: not a query parameter of this list "
-                                    f"({', '.join(LIST_QUERY)})")
+            defined = ", ".join(declared) if declared else "it defines none"
+            raise InvalidInputError(f"{named}: not a query parameter of this route "
+                                    f"({defined})")
+
+
+#: Put after the person, so that a request without a token is a 401 whatever it asks.
+KnownQuery = Annotated[None, Depends(_known_query)]
 
 
 def _fields(body: StrictRequest) -> dict[str, Any]:
@@ -189,14 +194,16 @@ def _fields(body: StrictRequest) -> dict[str, Any]:
 
 
 @router.get("/approvals", response_model=list[ModificationOut], responses=DECIDE_RESPONSES)
-def list_approvals(person: MemberDep, crud: CrudDep) -> list[ModificationOut]:
+def list_approvals(person: MemberDep, _query: KnownQuery, crud: CrudDep
+                   ) -> list[ModificationOut]:
     """Pending modifications this person may decide (their own excluded), oldest first."""
     return [ModificationOut.model_validate(m) for m in crud.pending(person)]
 
 
 @router.post("/approvals/{modification_id}/approve", response_model=OutcomeOut,
              responses=DECIDE_RESPONSES)
-def approve(modification_id: uuid.UUID, person: MemberDep, crud: CrudDep) -> OutcomeOut:
+def approve(modification_id: uuid.UUID, person: MemberDep, _query: KnownQuery,
+            crud: CrudDep) -> OutcomeOut:
     """Apply a pending modification (once, whoever else approves it at the same time)."""
     return OutcomeOut.model_validate(
         crud.approve(person, modification_id=modification_id).as_dict())
@@ -204,8 +211,8 @@ def approve(modification_id: uuid.UUID, person: MemberDep, crud: CrudDep) -> Out
 
 @router.post("/approvals/{modification_id}/disapprove", response_model=ModificationOut,
              responses=DECIDE_RESPONSES)
-def disapprove(modification_id: uuid.UUID, person: MemberDep, crud: CrudDep
-               ) -> ModificationOut:
+def disapprove(modification_id: uuid.UUID, person: MemberDep, _query: KnownQuery,
+               crud: CrudDep) -> ModificationOut:
     """Disapprove a pending modification; the record is left unchanged."""
     return ModificationOut.model_validate(
         crud.disapprove(person, modification_id=modification_id))
@@ -222,7 +229,7 @@ def _entity_routes(name: str, create_body: type[StrictRequest],
     @router.get(base, response_model=RecordPage, responses=READ_RESPONSES, tags=tags,
                 summary=f"List {name}")
     def list_records(person: MemberDep, crud: CrudDep,
-                     _query: Annotated[None, Depends(_known_query)],
+                     _query: KnownQuery,
                      limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 20,
                      offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
                      locale: Annotated[str | None, Query(max_length=35, pattern=_LOCALE)] = None
@@ -233,14 +240,15 @@ def _entity_routes(name: str, create_body: type[StrictRequest],
 
     @router.get(base + "/{key}", response_model=dict[str, Any], responses=READ_RESPONSES,
                 tags=tags, summary=f"Read one of {name}")
-    def read_record(key: str, person: MemberDep, crud: CrudDep) -> dict[str, Any]:
+    def read_record(key: str, person: MemberDep, _query: KnownQuery, crud: CrudDep
+                    ) -> dict[str, Any]:
         """One record this person may see."""
         return crud.read(person, entity=name, key=key)
 
     @router.post(base, response_model=OutcomeOut, status_code=status.HTTP_201_CREATED,
                  responses=WRITE_RESPONSES, tags=tags, summary=f"Create one of {name}")
     def create_record(body: StrictRequest, response: Response, person: MemberDep,
-                      crud: CrudDep) -> OutcomeOut:
+                      _query: KnownQuery, crud: CrudDep) -> OutcomeOut:
         """Create a record in the person's tenant: 201 applied, 202 pending approval."""
         outcome = crud.create(person, entity=name, payload=_fields(body))
         return _answer(outcome, response, status.HTTP_201_CREATED)
@@ -252,7 +260,7 @@ def _entity_routes(name: str, create_body: type[StrictRequest],
     @router.patch(base + "/{key}", response_model=OutcomeOut, responses=WRITE_RESPONSES,
                   tags=tags, summary=f"Change one of {name}")
     def update_record(key: str, body: StrictRequest, response: Response, person: MemberDep,
-                      crud: CrudDep) -> OutcomeOut:
+                      _query: KnownQuery, crud: CrudDep) -> OutcomeOut:
         """Change fields of a record: 200 applied, 202 pending approval."""
         outcome = crud.update(person, entity=name, key=key, changes=_fields(body))
         return _answer(outcome, response, status.HTTP_200_OK)
@@ -261,8 +269,8 @@ def _entity_routes(name: str, create_body: type[StrictRequest],
 
     @router.delete(base + "/{key}", response_model=OutcomeOut, responses=WRITE_RESPONSES,
                    tags=tags, summary=f"Delete one of {name}")
-    def delete_record(key: str, response: Response, person: MemberDep, crud: CrudDep
-                      ) -> OutcomeOut:
+    def delete_record(key: str, response: Response, person: MemberDep, _query: KnownQuery,
+                      crud: CrudDep) -> OutcomeOut:
         """Delete a record: 200 applied, 202 pending approval."""
         outcome = crud.delete(person, entity=name, key=key)
         return _answer(outcome, response, status.HTTP_200_OK)
