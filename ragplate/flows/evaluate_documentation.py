@@ -68,7 +68,7 @@ def evaluate_documentation(
                           description=title)
     create_markdown_artifact(markdown_summary(report, title=title, page=str(page)),
                              key="evaluate-documentation-report", description=title)
-    print(f"{title}: hit@k {report['metrics']['source_hit_at_k']}, MRR "
-          f"{report['metrics']['mean_reciprocal_rank']}; report {written}, page {page}")
+    print(f"{title}: {documentation.summary_line(report, outcomes)}; report {written}, "
+          f"page {page}")
     steps.check_thresholds(thresholds, outcomes, report, str(written))
     return report

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -220,6 +220,26 @@ def report_title(report: dict[str, Any]) -> str:
     retrieval = report["retrieval"]
     return (f"evaluate-documentation: {report['module']} / {report['index_profile']} "
             f"({retrieval['mode']}, {retrieval['strategy']})")
+
+
+def summary_line(report: dict[str, Any], outcomes: Sequence[CaseOutcome]) -> str:
+    """What a run prints of its report: hit@k and MRR when a case expects a source, the
+    refusal accuracy when a case expects a refusal (with a word when no floor was set,
+    as then every case returns hits), never a figure over no case."""
+    metrics = report["metrics"]
+    parts = []
+    if any(o.relevant for o in outcomes):
+        parts.append(f"hit@k {metrics['source_hit_at_k']}, MRR "
+                     f"{metrics['mean_reciprocal_rank']}")
+    else:
+        parts.append("no case expects a source (hit@k and MRR do not apply)")
+    if any(o.expect_empty for o in outcomes):
+        refusal = f"refusal accuracy {metrics['refusal_accuracy']}"
+        if report["retrieval"]["min_similarity"] is None:
+            refusal += (" (no similarity floor: set RAGPLATE_MIN_SIMILARITY, "
+                        "see ragplate tune-floor)")
+        parts.append(refusal)
+    return "; ".join(parts)
 
 
 def fixture_setup(

@@ -154,6 +154,9 @@ def _context() -> Any:
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
+    # Its INFO line on the temporary docs site it makes (never used here) reads like a
+    # step of the evaluation in the run's log.
+    logging.getLogger("great_expectations.data_context.types.base").setLevel(logging.WARNING)
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     return context

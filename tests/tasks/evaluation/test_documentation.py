@@ -20,6 +20,7 @@ from ragplate.tasks.evaluation import documentation
 from ragplate.tasks.evaluation.cases import case_rows, report_page
 from ragplate.tasks.evaluation.dataset_files import read_dataset
 from ragplate.tasks.evaluation.reports import assert_no_content, render_json
+from ragplate.tasks.evaluation.scoring import CaseOutcome, documentation_metrics
 
 DATASETS = PROJECT_ROOT / "datasets"
 BASELINES = DATASETS / "baselines"
@@ -157,3 +158,28 @@ def test_expected_labels_the_index_lacks_are_named() -> None:
 
     user = documentation.fixture_setup("user", strategy="vector")
     assert documentation.absent_labels(changed, user) == []  # section labels: not checked
+
+
+def _outcome(case_id: str, *, relevant: tuple[str, ...] = (), expect_empty: bool = False,
+             ranked: tuple[str, ...] = ("a.md",)) -> CaseOutcome:
+    return CaseOutcome(case_id=case_id, locale="en", slices=(), ranked=ranked,
+                       relevant=relevant, citable=relevant, expect_authorized_empty=False,
+                       expect_supported_answer=bool(relevant), expect_empty=expect_empty)
+
+
+@pytest.mark.parametrize(("outcomes", "floor", "line"), [
+    ([_outcome("a", relevant=("a.md",))], 0.82, "hit@k 1.0, MRR 1.0"),
+    ([_outcome("a", relevant=("a.md",)), _outcome("b", expect_empty=True, ranked=())], 0.82,
+     "hit@k 1.0, MRR 1.0; refusal accuracy 1.0"),
+    # Only no-answer cases: no figure over no case.
+    ([_outcome("b", expect_empty=True, ranked=())], 0.82,
+     "no case expects a source (hit@k and MRR do not apply); refusal accuracy 1.0"),
+    ([_outcome("b", expect_empty=True)], None,
+     "no case expects a source (hit@k and MRR do not apply); refusal accuracy 0.0 (no "
+     "similarity floor: set RAGPLATE_MIN_SIMILARITY, see ragplate tune-floor)"),
+])
+def test_the_summary_line_gives_only_the_figures_the_cases_define(
+        outcomes: list[CaseOutcome], floor: float | None, line: str) -> None:
+    report = {"metrics": documentation_metrics(outcomes),
+              "retrieval": {"min_similarity": floor}}
+    assert documentation.summary_line(report, outcomes) == line
