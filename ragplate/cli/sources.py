@@ -48,14 +48,14 @@ def list_command(
     table = Table(title=f"{len(sources)} source(s)")
     # A label is what `sources remove` takes: never cut; the other columns fold around it.
     widest = max((len(s.label) for s in sources), default=5)
-    for column in ("index", "label", "chunks", "models", "indexed at", "root"):
+    for column in ("index", "label", "chunks", "models", "indexed at", "root prefix"):
         table.add_column(column, justify="right" if column == "chunks" else "left",
                          overflow="fold", min_width=widest if column == "label" else None)
     for s in sources:
         models = ", ".join(s.models) + ("" if s.serving else " (not the serving model)")
         when = s.indexed_at.strftime("%Y-%m-%d %H:%M") if s.indexed_at else ""
         table.add_row(s.index, escape(s.label), str(s.chunks), escape(models), when,
-                      escape(s.root if s.root is not None else ""))
+                      _prefix(s.root))
     console.print(table)
 
 
@@ -97,3 +97,11 @@ def register(app: typer.Typer) -> None:
     group.command("list")(list_command)
     group.command("remove")(remove_command)
     app.add_typer(group, name="sources")
+
+
+def _prefix(root: str | None) -> str:
+    """A root as the table shows it: its label prefix, ``''`` for the bare one (what
+    ``--prefix ''`` indexed), nothing when unknown (indexed before roots were recorded)."""
+    if root is None:
+        return ""
+    return escape(root) if root else "''"

@@ -39,9 +39,10 @@ def tune_retrieval(
                                               )] = "auto",
     json_output: JsonOutput = False,
 ) -> None:
-    """Tune application search's fusion through the Prefect flow
-    [bold]tune-retrieval[/bold]: record each case's rankings once, re-fuse them for every
-    candidate, validate on held-out cases, print the ready-to-paste profile block.
+    """Tune application search's fusion through the Prefect flow [bold]tune-retrieval[/bold].
+
+    Records each case's rankings once, re-fuses them for every candidate, validates on
+    held-out cases and prints the ready-to-paste profile block.
 
     Example: ragplate tune-retrieval --source cms.contents --dataset ~/private/cms.json
     --output reports/tuning.json --holdout 0.3
@@ -83,8 +84,9 @@ def tune_floor(
         help="vector, hybrid or adaptive (default: RAGPLATE_DOCS_RETRIEVAL).")] = None,
     json_output: JsonOutput = False,
 ) -> None:
-    """Measure the similarity floor through the Prefect flow [bold]tune-floor[/bold]: the
-    RAGPLATE_MIN_SIMILARITY of best refusal accuracy on the no-answer cases that keeps
+    """Measure the similarity floor through the Prefect flow [bold]tune-floor[/bold].
+
+    The RAGPLATE_MIN_SIMILARITY of best refusal accuracy on the no-answer cases that keeps
     hit@5 on the answered ones, checked on held-out cases; prints the value to set.
 
     Example: ragplate tune-floor --index developer --dataset
