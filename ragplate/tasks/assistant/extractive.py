@@ -25,6 +25,7 @@ MAX_SOURCES = 3
 #: A sentence shorter than this many words reads as a fragment; longer is a wall of text.
 MIN_WORDS, MAX_WORDS = 4, 70
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-ZÀ-Ý0-9`])")
+_LIST_ITEM = re.compile(r"^([-*+]|\d+[.)])\s+")
 _FENCE = re.compile(r"^\s*(```|~~~).*?^\s*(```|~~~)\s*$", re.MULTILINE | re.DOTALL)
 _MARKUP = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|\[([^\]]+)\]\([^)]+\)")
 # "(see below)" points at a place the answer does not have.
@@ -61,8 +62,10 @@ def prose_sentences(text: str) -> list[str]:
         if not stripped or stripped.startswith(("#", "|", ">", "<!--", "---")):
             kept.append("\n")
             continue
-        stripped = re.sub(r"^([-*+]|\d+[.)])\s+", "", stripped)
-        kept.append(_MARKUP.sub(lambda m: m.group(1) or "", stripped))
+        item = _LIST_ITEM.sub("", stripped)
+        if item != stripped:  # a list item is its own paragraph, never glued to the last
+            kept.append("\n")
+        kept.append(_MARKUP.sub(lambda m: m.group(1) or "", item))
     paragraphs = re.split(r"\n\s*\n|\n(?=\S)", " ".join(kept).replace(" \n ", "\n\n"))
     sentences = []
     for paragraph in paragraphs:

@@ -23,6 +23,19 @@ def test_prose_sentences_leave_out_headings_code_tables_and_markers() -> None:
         "A list item that is long enough to count.", "See the guide for more about it."]
 
 
+def test_a_list_item_is_never_glued_to_the_one_before_it() -> None:
+    text = ("Roots:\n\n- the default root is the docs folder of the project. Setting the "
+            "variable replaces that default.\n- plus every directory listed in the path "
+            "variable.\n  Each one gets its own prefix.\n1. then the numbered step reads on.")
+
+    assert prose_sentences(text) == [
+        "the default root is the docs folder of the project.",
+        "Setting the variable replaces that default.",
+        "plus every directory listed in the path variable.",
+        "Each one gets its own prefix.",  # a continuation line stays in its item
+        "then the numbered step reads on."]
+
+
 def test_the_sentences_holding_the_questions_words_are_chosen_and_cited() -> None:
     hits = [hit("Exports", "Exports run every night at two. An export file is a CSV with one "
                 "row per record. Old export files are deleted after a week."),
