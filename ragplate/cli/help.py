@@ -43,7 +43,7 @@ PROMPT = "help> "
 #: Fewest characters of an excerpt shown under an answer (``/sources`` shows all of it).
 SOURCE_LINE_MIN_CHARS = 20
 COMMANDS = {
-    "/sources": "the full excerpts of the last answer's sources",
+    "/sources": "the full excerpts of the last answer's sources (what it quotes of each)",
     "/help": "this list",
     "/quit": "leave (Ctrl-D too)",
 }
