@@ -80,6 +80,10 @@ def _body(error: str, detail: Any, status: int) -> JSONResponse:
 
 #: What a problem's location says instead of an unknown field's name that may be a secret.
 NOT_REPEATED = "(an unknown field, its name not repeated)"
+#: A media type an error may repeat (no parameter, nothing else a client may put there).
+_MEDIA_TYPE = re.compile(r"[a-z]{1,20}/[a-z0-9.+\-]{1,40}")
+#: What FastAPI answers for a body it cannot decode (not UTF-8).
+_UNPARSED = "There was an error parsing the body"
 #: The most problems a validation error lists.
 MAX_PROBLEMS = 20
 
@@ -144,7 +148,17 @@ def install_error_handlers(app: FastAPI) -> None:
         if any(e.get("type") == "json_invalid" for e in exc.errors()):
             # Not a body that fails validation: one the JSON parser cannot read.
             return _body("BadRequest", "the body is not valid JSON", 400)
-        return _body("ValidationError", _problems(exc), 422)
+        problems = _problems(exc)
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind and kind != "application/json" and any(p["loc"] == ["body"] for p in problems):
+            # FastAPI reads a body as JSON only under this content type; otherwise the
+            # JSON a client sent reads as a string, and "not a valid dictionary" puzzles.
+            problems.append({"loc": ["header", "content-type"],
+                             "msg": "the body is read as JSON only with content-type "
+                                    "application/json (this request sent "
+                                    f"{kind if _MEDIA_TYPE.fullmatch(kind) else 'another'})",
+                             "type": "content_type"})
+        return _body("ValidationError", problems, 422)
 
     @app.exception_handler(UnicodeError)
     def _unicode(request: Request, exc: UnicodeError) -> JSONResponse:
@@ -154,7 +168,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> JSONResponse:
-        response = error_response(exc.status_code, exc.detail)
+        detail = exc.detail
+        if exc.status_code == 400 and detail == _UNPARSED:  # FastAPI's words for any failure
+            detail = "the body cannot be read: JSON must be UTF-8 text"
+        response = error_response(exc.status_code, detail)
         response.headers.update(exc.headers or {})
         if exc.status_code == 405:
             # Starlette names the methods of the first route of the path only; a path with

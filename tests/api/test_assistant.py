@@ -191,3 +191,21 @@ def test_a_body_that_is_not_json_is_a_400(client: TestClient, person: dict[str, 
 
     assert response.status_code == 400
     assert response.json() == {"error": "BadRequest", "detail": "the body is not valid JSON"}
+    latin1 = client.post(f"/app/ai/conversations/{cid}/messages",
+                         content='{"text": "perché"}'.encode("latin-1"),
+                         headers={**person, "content-type": "application/json"})
+    assert latin1.status_code == 400
+    assert latin1.json()["detail"] == "the body cannot be read: JSON must be UTF-8 text"
+
+
+def test_json_sent_as_plain_text_is_told_to_say_so(client: TestClient,
+                                                   person: dict[str, str]) -> None:
+    cid = conversation(client, person)
+    response = client.post(f"/app/ai/conversations/{cid}/messages", content=b'{"text": "hi"}',
+                           headers={**person, "content-type": "text/plain"})
+
+    assert response.status_code == 422
+    problems = response.json()["detail"]
+    assert problems[-1] == {"loc": ["header", "content-type"], "type": "content_type",
+                            "msg": "the body is read as JSON only with content-type "
+                                   "application/json (this request sent text/plain)"}
