@@ -9,10 +9,12 @@ from prefect import flow
 from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
 from ragplate.tasks.analytics import steps
+from ragplate.tasks.flow_runs import crash_gone
 
 
 @flow(name="analytics-prune", log_prints=True)
 def analytics_prune() -> dict[str, int]:
     """Prune the query analytics store: ``{"deleted": N}``."""
+    crash_gone("analytics-prune")
     runtime = Runtime(get_settings())
     return {"deleted": steps.prune_records(runtime)}

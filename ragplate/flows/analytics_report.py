@@ -16,6 +16,7 @@ from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
 from ragplate.tasks.analytics import report as gap
 from ragplate.tasks.analytics.report_page import markdown_summary, render_page
+from ragplate.tasks.flow_runs import crash_gone
 from ragplate.tasks.retries import io_task
 from ragplate.tasks.writes.audit import parse_since
 
@@ -49,6 +50,7 @@ def write_page(output: str, html: str) -> Path:
 def analytics_report(since: str = "7d", output: str | None = None) -> dict[str, Any]:
     """Report on the records logged from ``since`` (a date or time, or a span back from
     now: ``7d``, ``24h``) and write the page to ``output``; the report's data."""
+    crash_gone("analytics-report")
     now = datetime.now(UTC)
     start = parse_since(since, now)
     runtime = Runtime(get_settings())

@@ -15,6 +15,7 @@ from ragplate.infra.environment import get_settings
 from ragplate.tasks.evaluation import assistant, assistant_steps, steps
 from ragplate.tasks.evaluation.pages import markdown_summary, table_rows
 from ragplate.tasks.evaluation.reports import html_path
+from ragplate.tasks.flow_runs import crash_gone
 
 
 @flow(name="evaluate-assistant", log_prints=True)
@@ -23,6 +24,7 @@ def evaluate_assistant(dataset: str, output: str, force: bool = False,
     """Evaluate the assistant dataset ``dataset`` (Level 1) and write the report to
     ``output`` (and ``<output>.html``, which lists the failing cases by id); ``corpus``:
     the fixture documentation (default ``datasets/fixtures/assistant``)."""
+    crash_gone("evaluate-assistant")
     runtime = assistant.evaluation_runtime(get_settings())
     path = steps.check_output(output, force)
     loaded = assistant_steps.load_dataset(dataset)

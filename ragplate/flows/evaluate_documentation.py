@@ -15,6 +15,7 @@ from ragplate.infra.runtime import Runtime
 from ragplate.tasks.evaluation import cases, documentation, steps
 from ragplate.tasks.evaluation.pages import markdown_summary, table_rows
 from ragplate.tasks.evaluation.reports import html_path
+from ragplate.tasks.flow_runs import crash_gone
 from ragplate.tasks.retrieval.documentation import STRATEGIES
 
 
@@ -38,6 +39,7 @@ def evaluate_documentation(
     ``cases_output``: also write each case's expected and returned labels there (refused
     for a private dataset). With ``min_hit_at_5`` or ``min_mrr`` the run fails (after
     writing the report) when the figure is below."""
+    crash_gone("evaluate-documentation")
     thresholds = cases.Thresholds(min_hit_at_5=min_hit_at_5, min_mrr=min_mrr)
     if mode not in documentation.MODES:
         raise InvalidInputError(f"--mode {mode!r}: expected deterministic or live")

@@ -13,6 +13,7 @@ from ragplate.catalog.settings import DocsRetrieval
 from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
 from ragplate.tasks.evaluation import steps as evaluation
+from ragplate.tasks.flow_runs import crash_gone
 from ragplate.tasks.retrieval.documentation import STRATEGIES
 from ragplate.tasks.tuning import steps
 from ragplate.tasks.tuning.floor import summary
@@ -30,6 +31,7 @@ def tune_floor(
     floor of best refusal accuracy that keeps hit@5, check it on the held-out cases. Warns
     about expected labels the index lacks; fails (after the summary artifact) when no
     answered case has a hit without a floor, since then no floor can be measured."""
+    crash_gone("tune-floor")
     runtime = Runtime(get_settings())
     chosen: DocsRetrieval = strategy or runtime.settings.docs_retrieval
     if chosen not in STRATEGIES:

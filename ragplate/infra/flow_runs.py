@@ -1,6 +1,11 @@
 """Flow runs left ``RUNNING`` by a process that died (``kill -9``, an OOM kill, a lost
 machine): Prefect cannot tell, so the next run of the same flow says it.
 
+A flow whose runs may run side by side (an evaluation, a tuning, the analytics) cannot
+tell by a lock: each of its runs tags itself with its process (:func:`process_tag`), and
+:func:`crash_runs_of_gone_processes` marks a run ``CRASHED`` when its process, on this
+machine, is gone. A run of another machine, or without the tag, is left as it is.
+
 A flow whose runs hold a database lock for their whole life (``index-rag-docs`` the index
 lock, ``embeddings-switch`` the run lock) calls :func:`crash_orphaned_runs` once it holds
 the lock: no other run of it can be alive then, wherever it ran, so every other run still
@@ -13,6 +18,10 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
+import uuid
+from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -29,6 +38,86 @@ def crash_orphaned_runs(flow_name: str, *, current: str | None, reason: str) -> 
     """Mark every ``RUNNING`` flow run of ``flow_name`` but ``current`` as ``CRASHED``
     with ``reason``; returns their ids. Call it only while holding the flow's lock."""
     from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    crashed: list[str] = []
+    with get_client(sync_client=True) as client:
+        for run in client.read_flow_runs(**_running(flow_name)):
+            if str(run.id) == current:
+                continue
+            client.set_flow_run_state(run.id, Crashed(message=reason), force=True)
+            log.warning("flow run %s (%s) of %s was left RUNNING by a process that is gone; "
+                        "marked CRASHED", run.name, run.id, flow_name)
+            crashed.append(str(run.id))
+    return crashed
+
+
+#: The tag a run's process leaves on it: ``process:<host>:<pid>:<start>``.
+PROCESS_TAG = "process:"
+GONE_REASON = ("the process running this flow run died (killed, out of memory): a later "
+               "run of {flow} on the same machine found it gone")
+
+
+def _start_time(pid: int) -> str:
+    """When process ``pid`` started, in clock ticks since boot (``/proc``), so that a pid
+    used again by another process is not taken for the run's; ``""`` where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except OSError:
+        return ""
+    # The command name (field 2) may hold spaces and parentheses: count after the last ")".
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else ""
+
+
+def process_tag(pid: int | None = None) -> str:
+    """The tag naming this process (or ``pid``) on this machine."""
+    pid = os.getpid() if pid is None else pid
+    return f"{PROCESS_TAG}{socket.gethostname()}:{pid}:{_start_time(pid)}"
+
+
+def process_gone(tag: str) -> bool:
+    """Whether the process a :func:`process_tag` names is gone: it ran on this machine and
+    its pid is free, or now belongs to a process started at another time. Never for a tag
+    of another machine (nothing can be told from here)."""
+    parts = tag.removeprefix(PROCESS_TAG).rsplit(":", 2)
+    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return False
+    pid, started = int(parts[1]), parts[2]
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        pass
+    return bool(started) and _start_time(pid) not in ("", started)
+
+
+def crash_runs_of_gone_processes(flow_name: str, *, current: str | None) -> list[str]:
+    """Tag the ``current`` run with this process, then mark every other ``RUNNING`` run of
+    ``flow_name`` whose process is gone (:func:`process_gone`) ``CRASHED``; their ids."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    crashed: list[str] = []
+    with get_client(sync_client=True) as client:
+        if current is not None:
+            run = client.read_flow_run(uuid.UUID(current))
+            client.update_flow_run(run.id, tags=[*run.tags, process_tag()])
+        for run in client.read_flow_runs(**_running(flow_name)):
+            tags = [t for t in run.tags if t.startswith(PROCESS_TAG)]
+            if str(run.id) == current or not tags or not process_gone(tags[0]):
+                continue
+            client.set_flow_run_state(run.id, Crashed(message=GONE_REASON.format(
+                flow=flow_name)), force=True)
+            log.warning("flow run %s (%s) of %s was left RUNNING by a process that is gone; "
+                        "marked CRASHED", run.name, run.id, flow_name)
+            crashed.append(str(run.id))
+    return crashed
+
+
+def _running(flow_name: str) -> dict[str, Any]:
+    """The filters of the ``RUNNING`` runs of ``flow_name``."""
     from prefect.client.schemas.filters import (
         FlowFilter,
         FlowFilterName,
@@ -37,22 +126,10 @@ def crash_orphaned_runs(flow_name: str, *, current: str | None, reason: str) -> 
         FlowRunFilterStateType,
     )
     from prefect.client.schemas.objects import StateType
-    from prefect.states import Crashed
 
-    running = FlowRunFilter(state=FlowRunFilterState(
-        type=FlowRunFilterStateType(any_=[StateType.RUNNING])))
-    crashed: list[str] = []
-    with get_client(sync_client=True) as client:
-        for run in client.read_flow_runs(
-                flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
-                flow_run_filter=running):
-            if str(run.id) == current:
-                continue
-            client.set_flow_run_state(run.id, Crashed(message=reason), force=True)
-            log.warning("flow run %s (%s) of %s was left RUNNING by a process that is gone; "
-                        "marked CRASHED", run.name, run.id, flow_name)
-            crashed.append(str(run.id))
-    return crashed
+    return {"flow_filter": FlowFilter(name=FlowFilterName(any_=[flow_name])),
+            "flow_run_filter": FlowRunFilter(state=FlowRunFilterState(
+                type=FlowRunFilterStateType(any_=[StateType.RUNNING])))}
 
 
 def crash_orphans(flow_name: str, *, current: str | None) -> list[str]:

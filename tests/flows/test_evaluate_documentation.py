@@ -28,6 +28,7 @@ def test_flow_reproduces_the_baseline_and_publishes_artifacts(
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
     from ragplate.flows.evaluate_documentation import evaluate_documentation
+    from ragplate.infra.flow_runs import process_tag
 
     output = tmp_path / "user.json"
     state = evaluate_documentation(index="user", dataset=str(DATASETS /
@@ -42,6 +43,8 @@ def test_flow_reproduces_the_baseline_and_publishes_artifacts(
         assert str(client.api_url).rstrip("/") == prefect_api_url
         flow_run = client.read_flow_run(flow_run_id)
         assert client.read_flow(flow_run.flow_id).name == "evaluate-documentation"
+        # The run names its process: a later run marks it CRASHED if the process dies.
+        assert process_tag() in flow_run.tags
         artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
             flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
     by_key = {a.key: a for a in artifacts}

@@ -1,0 +1,72 @@
+"""Flow runs a dead process left ``RUNNING``, for flows without a lock: each run names its
+process in a tag, and a later run marks those whose process is gone ``CRASHED``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from typing import Any
+
+import pytest
+
+from ragplate.infra.flow_runs import (
+    GONE_REASON,
+    crash_runs_of_gone_processes,
+    process_gone,
+    process_tag,
+)
+
+
+def _killed_process_tag() -> str:
+    """The tag of a process that was killed (``kill -9``) and is gone."""
+    child = subprocess.Popen(["sleep", "60"])
+    tag = process_tag(child.pid)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    return tag
+
+
+def test_a_process_is_gone_when_its_pid_is_free_or_started_at_another_time() -> None:
+    assert not process_gone(process_tag())
+    assert process_gone(_killed_process_tag())
+    # The pid is in use, but by a process started at another time than the run's.
+    mine = process_tag()
+    assert process_gone(mine.rsplit(":", 1)[0] + ":1")
+    # Another machine's process cannot be told from here; a tag that is not one is kept.
+    assert not process_gone("process:another-machine:1:1")
+    assert not process_gone("process:nonsense")
+
+
+@pytest.mark.integration
+def test_only_the_runs_whose_process_is_gone_are_marked_crashed(prefect_api_url: str) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Cancelled, Running
+
+    from ragplate.flows.tune_floor import tune_floor
+
+    tags: dict[str, list[str]] = {
+        "killed": [_killed_process_tag()], "alive": [process_tag()],
+        "elsewhere": ["process:another-machine:1:1"], "untagged": []}
+    runs: dict[str, Any] = {}
+    with get_client(sync_client=True) as client:
+        for name, run_tags in tags.items():
+            runs[name] = client.create_flow_run(tune_floor, parameters={}, state=Running(),
+                                                tags=run_tags)
+        current = client.create_flow_run(tune_floor, parameters={}, state=Running())
+
+    crashed = crash_runs_of_gone_processes("tune-floor", current=str(current.id))
+
+    assert str(runs["killed"].id) in crashed and str(runs["alive"].id) not in crashed
+    with get_client(sync_client=True) as client:
+        states = {name: client.read_flow_run(run.id).state for name, run in runs.items()}
+        # The current run now names this process, for the runs that come after it.
+        assert process_tag() in client.read_flow_run(current.id).tags
+    assert states["killed"] is not None and states["killed"].type == StateType.CRASHED
+    assert states["killed"].message == GONE_REASON.format(flow="tune-floor")
+    assert all(state is not None and state.type == StateType.RUNNING
+               for name, state in states.items() if name != "killed")
+    with get_client(sync_client=True) as client:  # no run left RUNNING for later tests
+        for run in [*runs.values(), current]:
+            client.set_flow_run_state(run.id, Cancelled(), force=True)
