@@ -15,6 +15,6 @@ from ragplate.tasks.flow_runs import crash_gone
 @flow(name="analytics-prune", log_prints=True)
 def analytics_prune() -> dict[str, int]:
     """Prune the query analytics store: ``{"deleted": N}``."""
-    crash_gone("analytics-prune")
+    crash_gone()
     runtime = Runtime(get_settings())
     return {"deleted": steps.prune_records(runtime)}

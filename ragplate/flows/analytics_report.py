@@ -50,7 +50,7 @@ def write_page(output: str, html: str) -> Path:
 def analytics_report(since: str = "7d", output: str | None = None) -> dict[str, Any]:
     """Report on the records logged from ``since`` (a date or time, or a span back from
     now: ``7d``, ``24h``) and write the page to ``output``; the report's data."""
-    crash_gone("analytics-report")
+    crash_gone()
     now = datetime.now(UTC)
     start = parse_since(since, now)
     runtime = Runtime(get_settings())

@@ -24,7 +24,7 @@ def evaluate_assistant(dataset: str, output: str, force: bool = False,
     """Evaluate the assistant dataset ``dataset`` (Level 1) and write the report to
     ``output`` (and ``<output>.html``, which lists the failing cases by id); ``corpus``:
     the fixture documentation (default ``datasets/fixtures/assistant``)."""
-    crash_gone("evaluate-assistant")
+    crash_gone()
     runtime = assistant.evaluation_runtime(get_settings())
     path = steps.check_output(output, force)
     loaded = assistant_steps.load_dataset(dataset)

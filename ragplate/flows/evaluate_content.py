@@ -86,7 +86,7 @@ def evaluate_application_content(source: str, dataset: str, output: str, force: 
                                  ) -> dict[str, Any]:
     """Score ``dataset`` on application search of ``source`` (each case in its locale, as
     its tenant, in search ``mode``) and write the report to ``output`` and its page."""
-    crash_gone("evaluate-application-content")
+    crash_gone()
     _check_setup(setup)
     if mode not in MODES:
         raise InvalidInputError(f"--mode {mode!r}: expected fast, balanced or deep")
@@ -114,7 +114,7 @@ def evaluate_retrieval_strategies(source: str, dataset: str, output: str, force:
                                   setup: steps.Setup = "live") -> dict[str, Any]:
     """Score each ordering (keyword, vector, hybrid, fused, reranked) on the cases with
     ground truth and write the report; warns when the reranker did not run."""
-    crash_gone("evaluate-retrieval-strategies")
+    crash_gone()
     _check_setup(setup)
     path, loaded, content, recorded, context = _record(Runtime(get_settings()), source,
                                                        dataset, output, force, setup)
@@ -150,7 +150,7 @@ def tune_retrieval(source: str, dataset: str, output: str, force: bool = False,
     """Record each case's rankings once, re-fuse them for every grid candidate, apply the
     guards and write the report; prints the ready-to-paste profile block.
     ``noise_margin`` ``None`` is ``auto``."""
-    crash_gone("tune-retrieval")
+    crash_gone()
     _check_setup(setup)
     guards = Safeguards(metric=metric, holdout=holdout, min_class_cases=min_class_cases,
                         class_margin=class_margin, noise_margin=noise_margin)

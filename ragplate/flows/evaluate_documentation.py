@@ -39,7 +39,7 @@ def evaluate_documentation(
     ``cases_output``: also write each case's expected and returned labels there (refused
     for a private dataset). With ``min_hit_at_5`` or ``min_mrr`` the run fails (after
     writing the report) when the figure is below."""
-    crash_gone("evaluate-documentation")
+    crash_gone()
     thresholds = cases.Thresholds(min_hit_at_5=min_hit_at_5, min_mrr=min_mrr)
     if mode not in documentation.MODES:
         raise InvalidInputError(f"--mode {mode!r}: expected deterministic or live")

@@ -31,7 +31,7 @@ def tune_floor(
     floor of best refusal accuracy that keeps hit@5, check it on the held-out cases. Warns
     about expected labels the index lacks; fails (after the summary artifact) when no
     answered case has a hit without a floor, since then no floor can be measured."""
-    crash_gone("tune-floor")
+    crash_gone()
     runtime = Runtime(get_settings())
     chosen: DocsRetrieval = strategy or runtime.settings.docs_retrieval
     if chosen not in STRATEGIES:

@@ -20,6 +20,7 @@ import logging
 import os
 import socket
 import uuid
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ def crash_orphaned_runs(flow_name: str, *, current: str | None, reason: str) -> 
     return crashed
 
 
-#: The tag a run's process leaves on it: ``process:<host>:<pid>:<start>``.
+#: The tag a run's process leaves on it: ``process:<host>:<machine>:<pid>:<start>``.
 PROCESS_TAG = "process:"
 GONE_REASON = ("the process running this flow run died (killed, out of memory): a later "
                "run of {flow} on the same machine found it gone")
@@ -62,28 +63,44 @@ def _start_time(pid: int) -> str:
     """When process ``pid`` started, in clock ticks since boot (``/proc``), so that a pid
     used again by another process is not taken for the run's; ``""`` where unknown."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return ""
-    # The command name (field 2) may hold spaces and parentheses: count after the last ")".
-    fields = stat.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 else ""
+    # The command name (field 2) may hold any byte, spaces and ")" too: count after the
+    # last ")".
+    fields = stat.rsplit(b")", 1)[-1].split()
+    return fields[19].decode("ascii", "replace") if len(fields) > 19 else ""
+
+
+@lru_cache(maxsize=1)
+def _machine() -> str:
+    """This boot of this kernel and this pid namespace: where a pid means one process. A
+    host name alone does not say it (containers sharing the host's network share its
+    name, each with its own pids); ``""`` where unknown."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return ""
+    return f"{boot.replace('-', '')[:12]}.{namespace}"
 
 
 def process_tag(pid: int | None = None) -> str:
     """The tag naming this process (or ``pid``) on this machine."""
     pid = os.getpid() if pid is None else pid
-    return f"{PROCESS_TAG}{socket.gethostname()}:{pid}:{_start_time(pid)}"
+    return f"{PROCESS_TAG}{socket.gethostname()}:{_machine()}:{pid}:{_start_time(pid)}"
 
 
 def process_gone(tag: str) -> bool:
-    """Whether the process a :func:`process_tag` names is gone: it ran on this machine and
-    its pid is free, or now belongs to a process started at another time. Never for a tag
-    of another machine (nothing can be told from here)."""
-    parts = tag.removeprefix(PROCESS_TAG).rsplit(":", 2)
-    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+    """Whether the process a :func:`process_tag` names is gone: it ran here (this host,
+    boot and pid namespace) and its pid is free, or now belongs to a process started at
+    another time. Never for a tag of elsewhere, or one that cannot be read (nothing can be
+    told from here)."""
+    parts = tag.removeprefix(PROCESS_TAG).rsplit(":", 3)
+    if (len(parts) != 4 or parts[0] != socket.gethostname() or not parts[1]
+            or parts[1] != _machine() or not parts[2].isdigit()):
         return False
-    pid, started = int(parts[1]), parts[2]
+    pid, started = int(parts[2]), parts[3]
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -94,8 +111,9 @@ def process_gone(tag: str) -> bool:
 
 
 def crash_runs_of_gone_processes(flow_name: str, *, current: str | None) -> list[str]:
-    """Tag the ``current`` run with this process, then mark every other ``RUNNING`` run of
-    ``flow_name`` whose process is gone (:func:`process_gone`) ``CRASHED``; their ids."""
+    """Tag the ``current`` run with this process (in place of an earlier process's tag: a
+    run retried from the UI runs again in another), then mark every other ``RUNNING`` run
+    of ``flow_name`` whose process is gone (:func:`process_gone`) ``CRASHED``; their ids."""
     from prefect.client.orchestration import get_client
     from prefect.states import Crashed
 
@@ -103,10 +121,11 @@ def crash_runs_of_gone_processes(flow_name: str, *, current: str | None) -> list
     with get_client(sync_client=True) as client:
         if current is not None:
             run = client.read_flow_run(uuid.UUID(current))
-            client.update_flow_run(run.id, tags=[*run.tags, process_tag()])
+            kept = [t for t in run.tags if not t.startswith(PROCESS_TAG)]
+            client.update_flow_run(run.id, tags=[*kept, process_tag()])
         for run in client.read_flow_runs(**_running(flow_name)):
             tags = [t for t in run.tags if t.startswith(PROCESS_TAG)]
-            if str(run.id) == current or not tags or not process_gone(tags[0]):
+            if str(run.id) == current or not tags or not process_gone(tags[-1]):
                 continue
             client.set_flow_run_state(run.id, Crashed(message=GONE_REASON.format(
                 flow=flow_name)), force=True)
@@ -114,6 +133,17 @@ def crash_runs_of_gone_processes(flow_name: str, *, current: str | None) -> list
                         "marked CRASHED", run.name, run.id, flow_name)
             crashed.append(str(run.id))
     return crashed
+
+
+def crash_gone(flow_name: str, *, current: str | None) -> list[str]:
+    """:func:`crash_runs_of_gone_processes`, best effort: a failure is logged and an empty
+    list returned (the caller has its own work to do)."""
+    try:
+        return crash_runs_of_gone_processes(flow_name, current=current)
+    except Exception as exc:
+        log.warning("could not look for orphaned runs of %s (%s)", flow_name,
+                    type(exc).__name__)
+        return []
 
 
 def _running(flow_name: str) -> dict[str, Any]:

@@ -5,14 +5,10 @@ side."""
 
 from __future__ import annotations
 
-import logging
-
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from ragplate.infra import flow_runs
-
-logger = logging.getLogger(__name__)
 
 
 @task(name="crash-orphaned-runs", cache_policy=NO_CACHE)
@@ -26,16 +22,11 @@ def crash_orphans(flow_name: str) -> list[str]:
 
 
 @task(name="crash-runs-of-gone-processes", cache_policy=NO_CACHE)
-def crash_gone(flow_name: str) -> list[str]:
-    """Tag this run with its process and mark the runs of ``flow_name`` whose process is
-    gone ``CRASHED``; returns their ids. Best effort: a failure is logged and the run goes
-    on."""
+def crash_gone() -> list[str]:
+    """Tag this run with its process and mark the runs of its flow whose process is gone
+    ``CRASHED``; returns their ids. Best effort (see
+    :func:`ragplate.infra.flow_runs.crash_gone`)."""
     from prefect.runtime import flow_run
 
     current = str(flow_run.id) if flow_run.id else None
-    try:
-        return flow_runs.crash_runs_of_gone_processes(flow_name, current=current)
-    except Exception as exc:
-        logger.warning("could not look for orphaned runs of %s (%s)", flow_name,
-                       type(exc).__name__)
-        return []
+    return flow_runs.crash_gone(str(flow_run.flow_name), current=current)

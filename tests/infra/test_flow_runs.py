@@ -4,8 +4,10 @@ process in a tag, and a later run marks those whose process is gone ``CRASHED``.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,8 +36,25 @@ def test_a_process_is_gone_when_its_pid_is_free_or_started_at_another_time() -> 
     mine = process_tag()
     assert process_gone(mine.rsplit(":", 1)[0] + ":1")
     # Another machine's process cannot be told from here; a tag that is not one is kept.
-    assert not process_gone("process:another-machine:1:1")
+    assert not process_gone("process:another-machine:0123456789ab.4026531836:1:1")
+    # Nor another container's with this host name (its own pids): another pid namespace.
+    host, machine, _, _ = mine.removeprefix("process:").rsplit(":", 3)
+    assert machine and not process_gone(f"process:{host}:{machine}0:1:1")
+    assert not process_gone(f"process:{host}::1:1")  # where the machine is unknown
     assert not process_gone("process:nonsense")
+
+
+def test_the_start_time_of_a_process_with_any_name_is_read(tmp_path: Path) -> None:
+    # The command name in /proc/<pid>/stat is bytes, not text, and may hold ")".
+    odd = tmp_path / "sl\u00e8ep) x"
+    shutil.copy(shutil.which("sleep") or "/bin/sleep", odd)
+    child = subprocess.Popen([str(odd), "60"])
+    try:
+        started = process_tag(child.pid).rsplit(":", 1)[1]
+        assert started.isdigit()
+    finally:
+        child.kill()
+        child.wait()
 
 
 @pytest.mark.integration
@@ -48,7 +67,9 @@ def test_only_the_runs_whose_process_is_gone_are_marked_crashed(prefect_api_url:
 
     tags: dict[str, list[str]] = {
         "killed": [_killed_process_tag()], "alive": [process_tag()],
-        "elsewhere": ["process:another-machine:1:1"], "untagged": []}
+        "elsewhere": ["process:another-machine:0123456789ab.1:1:1"], "untagged": [],
+        # Retried from the UI in this process: the tag read is the newest.
+        "retried": [_killed_process_tag(), process_tag()]}
     runs: dict[str, Any] = {}
     with get_client(sync_client=True) as client:
         for name, run_tags in tags.items():
@@ -56,17 +77,27 @@ def test_only_the_runs_whose_process_is_gone_are_marked_crashed(prefect_api_url:
                                                 tags=run_tags)
         current = client.create_flow_run(tune_floor, parameters={}, state=Running())
 
-    crashed = crash_runs_of_gone_processes("tune-floor", current=str(current.id))
+        # A run retried in this process after its first process died.
+        retried = client.create_flow_run(tune_floor, parameters={}, state=Running(),
+                                         tags=["nightly", _killed_process_tag()])
+
+    # The retried run starts in this process: it names it before it looks at the others.
+    crashed = crash_runs_of_gone_processes("tune-floor", current=str(retried.id))
+    crashed += crash_runs_of_gone_processes("tune-floor", current=str(current.id))
 
     assert str(runs["killed"].id) in crashed and str(runs["alive"].id) not in crashed
+    assert str(retried.id) not in crashed and str(current.id) not in crashed
     with get_client(sync_client=True) as client:
         states = {name: client.read_flow_run(run.id).state for name, run in runs.items()}
-        # The current run now names this process, for the runs that come after it.
+        # The current run now names this process, for the runs that come after it; a
+        # retried one names this process in place of the dead one.
         assert process_tag() in client.read_flow_run(current.id).tags
+        assert sorted(client.read_flow_run(retried.id).tags) == sorted(
+            ["nightly", process_tag()])
     assert states["killed"] is not None and states["killed"].type == StateType.CRASHED
     assert states["killed"].message == GONE_REASON.format(flow="tune-floor")
     assert all(state is not None and state.type == StateType.RUNNING
                for name, state in states.items() if name != "killed")
     with get_client(sync_client=True) as client:  # no run left RUNNING for later tests
-        for run in [*runs.values(), current]:
+        for run in [*runs.values(), current, retried]:
             client.set_flow_run_state(run.id, Cancelled(), force=True)
