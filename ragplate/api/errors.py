@@ -80,8 +80,9 @@ def _body(error: str, detail: Any, status: int) -> JSONResponse:
 
 #: What a problem's location says instead of an unknown field's name that may be a secret.
 NOT_REPEATED = "(an unknown field, its name not repeated)"
-#: A media type an error may repeat (no parameter, nothing else a client may put there).
-_MEDIA_TYPE = re.compile(r"[a-z]{1,20}/[a-z0-9.+\-]{1,40}")
+#: A media type an error may repeat: letters only (no parameter, no digit: nothing that
+#: may be a secret sent in the wrong header).
+_MEDIA_TYPE = re.compile(r"[a-z]{1,20}/[a-z.+\-]{1,40}")
 #: What FastAPI answers for a body it cannot decode (not UTF-8).
 _UNPARSED = "There was an error parsing the body"
 #: The most problems a validation error lists.
@@ -95,6 +96,12 @@ def _location(error: Mapping[str, Any]) -> list[Any]:
             and not repeatable(loc[-1])):
         loc[-1] = NOT_REPEATED
     return loc
+
+
+def _json_type(kind: str) -> bool:
+    """Whether FastAPI reads a body of media type ``kind`` as JSON."""
+    return kind == "application/json" or (kind.startswith("application/")
+                                          and kind.endswith("+json"))
 
 
 def _problems(exc: RequestValidationError) -> list[dict[str, Any]]:
@@ -150,13 +157,13 @@ def install_error_handlers(app: FastAPI) -> None:
             return _body("BadRequest", "the body is not valid JSON", 400)
         problems = _problems(exc)
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind and kind != "application/json" and any(p["loc"] == ["body"] for p in problems):
-            # FastAPI reads a body as JSON only under this content type; otherwise the
-            # JSON a client sent reads as a string, and "not a valid dictionary" puzzles.
+        if not _json_type(kind) and any(p["loc"] == ["body"] for p in problems):
+            # FastAPI reads a body as JSON only under a JSON content type; otherwise the
+            # JSON a client sent reads as bytes, and "not a valid dictionary" puzzles.
+            sent = (kind if _MEDIA_TYPE.fullmatch(kind) else "another") if kind else "none"
             problems.append({"loc": ["header", "content-type"],
                              "msg": "the body is read as JSON only with content-type "
-                                    "application/json (this request sent "
-                                    f"{kind if _MEDIA_TYPE.fullmatch(kind) else 'another'})",
+                                    f"application/json (this request sent {sent})",
                              "type": "content_type"})
         return _body("ValidationError", problems, 422)
 
@@ -169,7 +176,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> JSONResponse:
         detail = exc.detail
-        if exc.status_code == 400 and detail == _UNPARSED:  # FastAPI's words for any failure
+        if (exc.status_code == 400 and detail == _UNPARSED  # FastAPI's words for any failure
+                and isinstance(exc.__cause__, UnicodeDecodeError)):
             detail = "the body cannot be read: JSON must be UTF-8 text"
         response = error_response(exc.status_code, detail)
         response.headers.update(exc.headers or {})

@@ -43,7 +43,8 @@ PROMPT = "help> "
 #: Fewest characters of an excerpt shown under an answer (``/sources`` shows all of it).
 SOURCE_LINE_MIN_CHARS = 20
 COMMANDS = {
-    "/sources": "the full excerpts of the last answer's sources (what it quotes of each)",
+    "/sources": "the full excerpts of the last answer's sources (of an extractive answer: "
+                "what it quotes of each)",
     "/help": "this list",
     "/quit": "leave (Ctrl-D too)",
 }
@@ -127,7 +128,7 @@ def render_turn(console: Console, turn: Turn, *, locale: str = "en") -> None:
     if console.is_terminal:
         console.print(Markdown(turn.text))
     else:  # Rich would pad and wrap every line to the console's width
-        console.print(turn.text, markup=False, highlight=False, soft_wrap=True)
+        console.print(turn.text, markup=False, highlight=False, emoji=False, soft_wrap=True)
     if turn.metadata.get("degraded_reason"):
         console.print(Text(text(locale, "degraded"), style="dim"))
     if not turn.citations:

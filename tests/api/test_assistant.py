@@ -209,3 +209,24 @@ def test_json_sent_as_plain_text_is_told_to_say_so(client: TestClient,
     assert problems[-1] == {"loc": ["header", "content-type"], "type": "content_type",
                             "msg": "the body is read as JSON only with content-type "
                                    "application/json (this request sent text/plain)"}
+    for kind, sent in ((None, "none"), ("text/akia0example", "another")):
+        headers = {**person, **({"content-type": kind} if kind else {})}
+        response = client.post(f"/app/ai/conversations/{cid}/messages",
+                               content=b'{"text": "hi"}', headers=headers)
+        assert response.status_code == 422
+        assert response.json()["detail"][-1]["msg"].endswith(f"(this request sent {sent})")
+    # A JSON type read as JSON whose body has the wrong shape gets no such problem.
+    shaped = client.post(f"/app/ai/conversations/{cid}/messages", content=b'["hi"]',
+                         headers={**person, "content-type": "application/merge-patch+json"})
+    assert shaped.status_code == 422
+    assert all(p["type"] != "content_type" for p in shaped.json()["detail"])
+
+
+def test_a_body_too_deep_to_parse_is_not_said_to_be_an_encoding_problem(
+        client: TestClient, person: dict[str, str]) -> None:
+    cid = conversation(client, person)
+    response = client.post(f"/app/ai/conversations/{cid}/messages",
+                           content=b"[" * 5_000 + b"]" * 5_000,
+                           headers={**person, "content-type": "application/json"})
+    assert response.status_code == 400
+    assert "UTF-8" not in response.json()["detail"]

@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
+from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -170,12 +171,22 @@ def _answer(outcome: WriteOutcome, response: Response, applied: int) -> OutcomeO
     return OutcomeOut.model_validate(outcome.as_dict())
 
 
+def _declared_query(dependant: Dependant) -> list[str]:
+    """The query parameters a route declares, its dependencies' included."""
+    names: dict[str, None] = {}
+    pending = [dependant]
+    while pending:
+        current = pending.pop(0)
+        names.update(dict.fromkeys(p.alias for p in current.query_params))
+        pending.extend(current.dependencies)
+    return list(names)
+
+
 def _known_query(request: Request) -> None:
     """A query parameter the route does not define is refused, as a body's unknown field is
     (a client sending ``tenant`` must learn it is not honoured)."""
     route = request.scope.get("route")
-    declared = ([p.alias for p in route.dependant.query_params]
-                if isinstance(route, APIRoute) else [])
+    declared = _declared_query(route.dependant) if isinstance(route, APIRoute) else []
     for name in request.query_params:
         if name not in declared:
             named = (repr(name) if repeatable(name)
