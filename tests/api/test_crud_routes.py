@@ -156,6 +156,9 @@ def test_a_list_refuses_a_query_parameter_it_does_not_define(
                         params={"tenant": "beta"})
     assert answer.status_code == 422 and "'tenant'" in answer.json()["detail"]
     assert "(limit, offset, locale)" in answer.json()["detail"]
+    twice = client.get("/app/crud/cms/contents?limit=1&limit=2", headers=headers)
+    assert twice.status_code == 422
+    assert twice.json()["detail"] == "'limit': given 2 times; give it once"
 
 
 def test_every_data_route_refuses_a_query_parameter_it_does_not_define(

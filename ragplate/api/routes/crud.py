@@ -184,10 +184,15 @@ def _declared_query(dependant: Dependant) -> list[str]:
 
 def _known_query(request: Request) -> None:
     """A query parameter the route does not define is refused, as a body's unknown field is
-    (a client sending ``tenant`` must learn it is not honoured)."""
+    (a client sending ``tenant`` must learn it is not honoured), and so is one it defines
+    given more than once."""
     route = request.scope.get("route")
     declared = _declared_query(route.dependant) if isinstance(route, APIRoute) else []
-    for name in request.query_params:
+    given = [name for name, _ in request.query_params.multi_items()]
+    for name in given:
+        if name in declared and given.count(name) > 1:
+            # Which one counts would be FastAPI's choice (the last), not the client's.
+            raise InvalidInputError(f"{name!r}: given {given.count(name)} times; give it once")
         if name not in declared:
             named = (repr(name) if repeatable(name)
                      else "an unknown query parameter (its name is not repeated)")
