@@ -14,6 +14,7 @@ import pytest
 from rich.table import Table
 
 from ragplate.cli import output
+from ragplate.infra import postgres
 from tests.testing.corpus import write_corpus
 from tests.testing.index_docs import index_docs_process
 
@@ -205,6 +206,7 @@ def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly(
                               check=False)
     finally:
         os.close(write)
+        postgres.stop(tmp_path / "home")  # the command left its services up, as they stay
 
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr

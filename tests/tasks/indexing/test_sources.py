@@ -16,6 +16,7 @@ from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.profiles import PROFILES
 from ragplate.catalog.settings import Settings
 from ragplate.cli import app
+from ragplate.infra import postgres
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.stores.base import DocumentStore
 from ragplate.tasks.indexing.sources import list_sources, remove_sources_everywhere
@@ -108,15 +109,22 @@ def test_the_file_driver_lists_and_removes_store_by_store(
 ) -> None:
     runtime = Runtime(settings.model_copy(update={"vector_store": "filesystem",
                                                   "home": tmp_path}))
-    every = stores(runtime)
-    fill(every[("developer", SERVING.key)], ["a/one.md"])
-    fill(every[("developer", OTHER.key)], ["a/one.md", "b/three.md"])
+    try:
+        every = stores(runtime)
+        fill(every[("developer", SERVING.key)], ["a/one.md"])
+        fill(every[("developer", OTHER.key)], ["a/one.md", "b/three.md"])
 
-    assert [(s.label, s.serving) for s in list_sources(runtime, indexes=["developer"])] == [
-        ("a/one.md", True), ("b/three.md", False)]
-    removal = remove_sources_everywhere(runtime, indexes=["developer"], labels=["a/one.md"])
-    assert removal.deleted == {("developer", SERVING.key): (2, 1), ("developer", OTHER.key): (2, 1)}
-    assert [s.label for s in list_sources(runtime, indexes=["developer"])] == ["b/three.md"]
+        assert [(s.label, s.serving)
+                for s in list_sources(runtime, indexes=["developer"])] == [
+            ("a/one.md", True), ("b/three.md", False)]
+        removal = remove_sources_everywhere(runtime, indexes=["developer"],
+                                            labels=["a/one.md"])
+        assert removal.deleted == {("developer", SERVING.key): (2, 1),
+                                   ("developer", OTHER.key): (2, 1)}
+        assert [s.label for s in list_sources(runtime, indexes=["developer"])] == [
+            "b/three.md"]
+    finally:
+        postgres.stop(tmp_path)  # the home's own server, started for its settings store
 
 
 def test_the_cli_lists_as_json_and_removes(runtime: Runtime, ragplate_home: Path) -> None:
