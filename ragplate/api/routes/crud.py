@@ -8,6 +8,7 @@ A write answers 201/200 when applied and 202 when it waits for an approver.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from enum import Enum
 from typing import Annotated, Any, Literal
 
@@ -188,11 +189,11 @@ def _known_query(request: Request) -> None:
     given more than once."""
     route = request.scope.get("route")
     declared = _declared_query(route.dependant) if isinstance(route, APIRoute) else []
-    given = [name for name, _ in request.query_params.multi_items()]
-    for name in given:
-        if name in declared and given.count(name) > 1:
+    given = Counter(name for name, _ in request.query_params.multi_items())
+    for name, times in given.items():
+        if name in declared and times > 1:
             # Which one counts would be FastAPI's choice (the last), not the client's.
-            raise InvalidInputError(f"{name!r}: given {given.count(name)} times; give it once")
+            raise InvalidInputError(f"{name!r}: given {times} times; give it once")
         if name not in declared:
             named = (repr(name) if repeatable(name)
                      else "an unknown query parameter (its name is not repeated)")

@@ -65,9 +65,9 @@ def guess_language(text: str, *, prefer: str | None = None) -> str | None:
     counts = {name: sum(1 for word in read if word in stops)
               for name, stops in _stop_lists().items()}
     best = max(counts.values(), default=0)
-    leaders = [name for name, count in counts.items() if count == best]
     if best == 0:
         return None
+    leaders = [name for name, count in counts.items() if count == best]
     if len(leaders) == 1:
         return leaders[0]
     return prefer if prefer in leaders else None
