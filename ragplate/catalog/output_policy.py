@@ -34,8 +34,11 @@ SECRET_RULES: tuple[Rule, ...] = (
 )
 
 END_USER_RULES: tuple[Rule, ...] = (
+    # Anywhere in the text, not only at a line's start: "Set DB_PASSWORD=x in the file", an
+    # inline `export A_B=c`, a list item or a quote hand over the same setting. "==" is a
+    # comparison, and a name must follow no word character (so "MY_A_B" is read whole).
     Rule("output-env-assignment", "output_code",
-         r"(?m)^\s*(export\s+)?[A-Z][A-Z0-9]*_[A-Z0-9_]+\s*=\s*\S",
+         r"(?<![\w$.-])(export\s+)?[A-Z][A-Z0-9]*_[A-Z0-9_]+\s*=\s*[^\s=]",
          "Set it with:\nDB_PASSWORD=secret",
          "Ask your administrator to change the mail settings."),
     Rule("output-php", "output_code",

@@ -99,3 +99,23 @@ def test_the_output_length_bound() -> None:
                                   "Use \uff53\uff4b-proj-abcdefghijklmnopqrstuvwx1234 now."])
 def test_a_key_hidden_by_invisible_or_fullwidth_characters_is_a_key(text: str) -> None:
     assert check_output(text, end_user=False, max_chars=4000).rule == "output-api-key"
+
+
+@pytest.mark.parametrize("text", [
+    "Set OPENAI_API_KEY=abc123 in your environment [1].",
+    "Run `export DB_PASSWORD=hunter2` first.",
+    "- DB_PASSWORD=hunter2",
+    "1. export MAIL_PASSWORD=x",
+    "> APP_SECRET=abc",
+    "Imposta DB_PASSWORD = segreto nel file.",
+    "Put \"MAIL_HOST=smtp.example.com\" in the settings file."])
+def test_an_environment_assignment_anywhere_in_an_end_user_answer_is_refused(text: str) -> None:
+    assert check_output(text, end_user=True, max_chars=4000).rule == "output-env-assignment"
+
+
+@pytest.mark.parametrize("text", [
+    "The setting MAIL_HOST names the mail server.",
+    "When STATUS_CODE == 200 the request succeeded.",
+    "Open Settings, then Mail, and change the host."])
+def test_a_setting_named_without_a_value_is_not_an_assignment(text: str) -> None:
+    assert check_output(text, end_user=True, max_chars=4000).allowed
