@@ -23,6 +23,7 @@ from ragplate.catalog.entities import entities
 from ragplate.catalog.settings import Settings
 from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
+from ragplate.tasks.writes import audit
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -39,6 +40,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     install_error_handlers(app)
     access_log.install()
+    audit.show_in_log()
     app.add_middleware(BodyLimit, max_bytes=app.state.runtime.settings.api_max_body_bytes)
     app.include_router(health.router)
     app.include_router(docs_search.router)

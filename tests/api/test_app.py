@@ -139,3 +139,30 @@ def test_ragplate_errors_become_json_with_their_status(
     assert search.status_code == 503
     assert search.json()["error"] == "DatabaseError"
     assert "cannot connect to PostgreSQL" in search.json()["detail"]
+
+
+def test_the_api_shows_the_audit_lines_on_a_console_showing_warnings_only(
+        settings: Settings) -> None:
+    """``ragplate serve``'s console shows warnings of every library; the API lets the
+    assistant's write audit through it (it is logged at INFO)."""
+    import io
+    import logging
+
+    from ragplate.tasks.writes import audit
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    root = logging.getLogger()
+    level = root.level
+    logging.getLogger(audit.AUDIT_LOGGER).setLevel(logging.NOTSET)
+    root.setLevel(logging.WARNING)
+    root.addHandler(handler)
+    try:
+        audit.logger.info("Assistant write: event=before")
+        create_app(settings)
+        audit.logger.info("Assistant write: event=after")
+        logging.getLogger("ragplate.assistant").info("another line at INFO")
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    assert stream.getvalue().splitlines() == ["Assistant write: event=after"]

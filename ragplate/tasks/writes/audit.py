@@ -24,7 +24,15 @@ if TYPE_CHECKING:
 
     from ragplate.tasks.writes.proposals import Draft
 
-logger = logging.getLogger("ragplate.assistant")
+#: The audit trail's log: at INFO, which :func:`show_in_log` lets through (the console of
+#: every other library shows warnings only).
+AUDIT_LOGGER = "ragplate.assistant.audit"
+logger = logging.getLogger(AUDIT_LOGGER)
+
+
+def show_in_log() -> None:
+    """Let the audit lines through the console log (the API does, at its start)."""
+    logging.getLogger(AUDIT_LOGGER).setLevel(logging.INFO)
 
 #: The columns of an event, in the order the CLI shows them.
 COLUMNS = ("at", "event", "actor_id", "conversation_id", "proposal_id", "tool", "entity",
