@@ -3,17 +3,23 @@
 Who is asking comes from the ``Authorization: Bearer`` header only, read again on every
 request (a revoked token stops working at once): :data:`PersonDep` any person with a valid
 token, :data:`MemberDep` one who may use the assistant and application search (not a guest),
-:data:`DeveloperDep` one who may search the developer index.
+:data:`DeveloperDep` one who may search the developer index. :data:`KnownQuery` refuses
+what a route would silently ignore: a query parameter it does not define, and a body when
+it takes none.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 
-from ragplate.catalog.errors import PermissionDeniedError
+from ragplate.api.access_log import repeatable
+from ragplate.catalog.errors import InvalidInputError, PermissionDeniedError
 from ragplate.catalog.people import DEVELOPER_PERMISSION, Person
 from ragplate.infra.runtime import Runtime
 from ragplate.tasks.crud.service import CrudService
@@ -72,3 +78,46 @@ def get_crud(runtime: RuntimeDep) -> CrudService:
 
 
 CrudDep = Annotated[CrudService, Depends(get_crud)]
+
+
+def _declared(dependant: Dependant) -> tuple[list[str], bool]:
+    """The query parameters a route declares and whether it reads a body, its
+    dependencies' included."""
+    names: dict[str, None] = {}
+    body = False
+    pending = [dependant]
+    while pending:
+        current = pending.pop(0)
+        names.update(dict.fromkeys(p.alias for p in current.query_params))
+        body = body or bool(current.body_params)
+        pending.extend(current.dependencies)
+    return list(names), body
+
+
+def _known_request(request: Request) -> None:
+    """A query parameter the route does not define is refused, as a body's unknown field is
+    (a client sending ``tenant`` must learn it is not honoured), and so is one it defines
+    given more than once, and a body sent to a route that reads none (``{"force": true}``
+    would otherwise be dropped unread)."""
+    route = request.scope.get("route")
+    declared, reads_body = (_declared(route.dependant) if isinstance(route, APIRoute)
+                            else ([], False))
+    given = Counter(name for name, _ in request.query_params.multi_items())
+    for name, times in given.items():
+        if name in declared and times > 1:
+            # Which one counts would be FastAPI's choice (the last), not the client's.
+            raise InvalidInputError(f"{name!r}: given {times} times; give it once")
+        if name not in declared:
+            named = (repr(name) if repeatable(name)
+                     else "an unknown query parameter (its name is not repeated)")
+            defined = ", ".join(declared) if declared else "it defines none"
+            raise InvalidInputError(f"{named}: not a query parameter of this route "
+                                    f"({defined})")
+    sent = (request.headers.get("content-length", "0").strip() not in ("", "0")
+            or "transfer-encoding" in request.headers)
+    if sent and not reads_body:
+        raise InvalidInputError("this route takes no body; send the request without one")
+
+
+#: Put after the person, so that a request without a token is a 401 whatever it asks.
+KnownQuery = Annotated[None, Depends(_known_request)]

@@ -121,6 +121,28 @@ def test_someone_elses_proposal_is_a_404_and_a_bad_key_a_422(
     assert client.post(f"{BASE}/{write['id']}/confirm").status_code == 401
 
 
+def test_a_query_parameter_or_a_body_these_routes_would_ignore_is_a_422(
+        client: TestClient, double: ChatDouble, engine: sa.Engine) -> None:
+    tenant = f"q-{uuid.uuid4().hex[:6]}"
+    owner = person(engine, TICKET_APPROVER, tenant)
+    write = propose(client, double, owner, {"id": new_ticket(client, owner),
+                                            "fields": {"status": "closed"}})
+    for method, path, extra in (("GET", "", {"params": {"x": "1"}}),
+                                ("POST", "/confirm", {"params": {"limit": "5"}}),
+                                ("POST", "/reject", {"params": {"force": "true"}}),
+                                ("POST", "/reject", {"json": {"force": True}}),
+                                ("POST", "/confirm", {"content": b"yes"})):
+        response = client.request(method, f"{BASE}/{write['id']}{path}", headers=owner,
+                                  **extra)  # type: ignore[arg-type]
+        assert response.status_code == 422, (path, extra, response.text)
+        assert response.json()["error"] == "InvalidInputError"
+    assert "takes no body" in response.json()["detail"]
+    # Nothing was decided by any of them; a plain request still is.
+    assert client.get(f"{BASE}/{write['id']}", headers=owner).json()["status"] == "proposed"
+    decided = client.post(f"{BASE}/{write['id']}/reject", headers=owner)
+    assert decided.status_code == 200 and decided.json()["status"] == "rejected"
+
+
 def test_a_members_confirmed_write_waits_for_approval(
         client: TestClient, double: ChatDouble, engine: sa.Engine) -> None:
     tenant = f"m-{uuid.uuid4().hex[:6]}"

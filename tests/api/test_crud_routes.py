@@ -178,6 +178,11 @@ def test_every_data_route_refuses_a_query_parameter_it_does_not_define(
                                 params={"tenant": "beta"})
         assert answer.status_code == 422, (method, path, answer.text)
         assert answer.json()["detail"].startswith("'tenant': not a query parameter")
+    # A body sent to a route that reads none would be dropped unread: refused too.
+    for method, path in (("DELETE", record), ("GET", record), ("POST", approval)):
+        answer = client.request(method, path, headers=headers, json={"force": True})
+        assert answer.status_code == 422, (method, path, answer.text)
+        assert "takes no body" in answer.json()["detail"]
     # Refused before anything was done: the record is there, unchanged.
     assert client.get(record, headers=headers).json()["translations"]["en"]["title"] == "T"
     # Without a token the answer is a 401, whatever the query.

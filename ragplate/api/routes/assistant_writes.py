@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Header, Response
 from pydantic import BaseModel, Field
 
-from ragplate.api.deps import CrudDep, MemberDep, RuntimeDep
+from ragplate.api.deps import CrudDep, KnownQuery, MemberDep, RuntimeDep
 from ragplate.api.errors import AUTH_RESPONSES, ERROR_RESPONSES, ErrorBody
 from ragplate.catalog.writes import MAX_IDEMPOTENCY_KEY_CHARS
 from ragplate.tasks.writes import confirm
@@ -63,7 +63,8 @@ IdempotencyKey = Annotated[str | None, Header(
 
 
 @router.get("/{proposal}", response_model=ProposalOut, responses=RESPONSES)
-def read_proposal(proposal: uuid.UUID, person: MemberDep, crud: CrudDep) -> dict[str, Any]:
+def read_proposal(proposal: uuid.UUID, person: MemberDep, _query: KnownQuery,
+                  crud: CrudDep) -> dict[str, Any]:
     """A proposal of the signed-in person."""
     return confirm.read(crud, person, proposal)
 
@@ -76,7 +77,8 @@ def _decided(result: tuple[dict[str, Any], bool], response: Response) -> dict[st
 
 
 @router.post("/{proposal}/confirm", response_model=ProposalOut, responses=RESPONSES)
-def confirm_proposal(proposal: uuid.UUID, person: MemberDep, runtime: RuntimeDep,
+def confirm_proposal(proposal: uuid.UUID, person: MemberDep, _query: KnownQuery,
+                     runtime: RuntimeDep,
                      crud: CrudDep, response: Response,
                      idempotency_key: IdempotencyKey = None) -> dict[str, Any]:
     """Apply the proposal as the signed-in person: ``applied``, ``pending_approval``,
@@ -86,7 +88,8 @@ def confirm_proposal(proposal: uuid.UUID, person: MemberDep, runtime: RuntimeDep
 
 
 @router.post("/{proposal}/reject", response_model=ProposalOut, responses=RESPONSES)
-def reject_proposal(proposal: uuid.UUID, person: MemberDep, runtime: RuntimeDep,
+def reject_proposal(proposal: uuid.UUID, person: MemberDep, _query: KnownQuery,
+                    runtime: RuntimeDep,
                     crud: CrudDep, response: Response,
                     idempotency_key: IdempotencyKey = None) -> dict[str, Any]:
     """Reject the proposal: nothing is written."""

@@ -8,17 +8,13 @@ A write answers 201/200 when applied and 202 when it waits for an approver.
 from __future__ import annotations
 
 import uuid
-from collections import Counter
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request, Response, status
-from fastapi.dependencies.models import Dependant
-from fastapi.routing import APIRoute
+from fastapi import APIRouter, Query, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragplate.api.access_log import repeatable
-from ragplate.api.deps import CrudDep, MemberDep
+from ragplate.api.deps import CrudDep, KnownQuery, MemberDep
 from ragplate.api.errors import AUTH_RESPONSES, ERROR_RESPONSES, ErrorBody
 from ragplate.api.fields import StrictRequest
 from ragplate.catalog.crud import (
@@ -28,7 +24,6 @@ from ragplate.catalog.crud import (
     UnknownCrudEntityError,
     WriteOutcome,
 )
-from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.people import LOCALE_PATTERN
 from ragplate.tasks.crud.service import MAX_LIMIT, MAX_OFFSET
 
@@ -172,38 +167,6 @@ def _answer(outcome: WriteOutcome, response: Response, applied: int) -> OutcomeO
     return OutcomeOut.model_validate(outcome.as_dict())
 
 
-def _declared_query(dependant: Dependant) -> list[str]:
-    """The query parameters a route declares, its dependencies' included."""
-    names: dict[str, None] = {}
-    pending = [dependant]
-    while pending:
-        current = pending.pop(0)
-        names.update(dict.fromkeys(p.alias for p in current.query_params))
-        pending.extend(current.dependencies)
-    return list(names)
-
-
-def _known_query(request: Request) -> None:
-    """A query parameter the route does not define is refused, as a body's unknown field is
-    (a client sending ``tenant`` must learn it is not honoured), and so is one it defines
-    given more than once."""
-    route = request.scope.get("route")
-    declared = _declared_query(route.dependant) if isinstance(route, APIRoute) else []
-    given = Counter(name for name, _ in request.query_params.multi_items())
-    for name, times in given.items():
-        if name in declared and times > 1:
-            # Which one counts would be FastAPI's choice (the last), not the client's.
-            raise InvalidInputError(f"{name!r}: given {times} times; give it once")
-        if name not in declared:
-            named = (repr(name) if repeatable(name)
-                     else "an unknown query parameter (its name is not repeated)")
-            defined = ", ".join(declared) if declared else "it defines none"
-            raise InvalidInputError(f"{named}: not a query parameter of this route "
-                                    f"({defined})")
-
-
-#: Put after the person, so that a request without a token is a 401 whatever it asks.
-KnownQuery = Annotated[None, Depends(_known_query)]
 
 
 def _fields(body: StrictRequest) -> dict[str, Any]:
