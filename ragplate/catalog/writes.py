@@ -42,17 +42,34 @@ NOTHING_CHANGED = ("Nothing has been changed. The proposal is stored and waits f
                    "person to confirm or reject it outside this chat; never say that it "
                    "was done.")
 
-#: The texts of a message carrying proposals, by language; English for any other.
+#: The texts of a message carrying proposals and the summaries of what a proposal would
+#: change, by language; English for any other.
 TEXTS: dict[str, dict[str, str]] = {
     "en": {
         "notice": "Nothing changes until you confirm: review each proposal below and "
                   "choose Confirm or Reject.",
         "claim": "Nothing has been changed yet.",
+        "create": "Create a {entity} record: {changes}",
+        "update": "Update {entity} {key} ({title}): {changes}",
+        "delete": "Delete {entity} {key} ({title})",
+        "bulk_update": "Update {count} {entity} {records}{selection}: {changes}",
+        "bulk_delete": "Delete {count} {entity} {records}{selection}",
+        "record": "record",
+        "records": "records",
+        "untitled": "(untitled)",
     },
     "it": {
         "notice": "Non cambia nulla finché non confermi: controlla ogni proposta qui sotto "
                   "e scegli Conferma o Rifiuta.",
         "claim": "Non è stato ancora modificato nulla.",
+        "create": "Crea un record {entity}: {changes}",
+        "update": "Modifica {entity} {key} ({title}): {changes}",
+        "delete": "Elimina {entity} {key} ({title})",
+        "bulk_update": "Modifica {count} {records} {entity}{selection}: {changes}",
+        "bulk_delete": "Elimina {count} {records} {entity}{selection}",
+        "record": "record",
+        "records": "record",
+        "untitled": "(senza titolo)",
     },
 }
 

@@ -23,6 +23,7 @@ from ragplate.catalog.writes import (
     MAX_SUMMARY_CHARS,
     WriteOperation,
     base_operation,
+    text,
 )
 from ragplate.infra import crud as crud_sql
 from ragplate.tasks.crud import acl
@@ -86,11 +87,11 @@ def _changes(values: Mapping[str, Any]) -> str:
     return ", ".join(f"{name} → {_quoted(value)}" for name, value in values.items())
 
 
-def _title(record: Mapping[str, Any]) -> str:
+def _title(record: Mapping[str, Any], locale: str) -> str:
     if "title" in record:
         return _quoted(record["title"])
     titles = [t.get("title", "") for t in record.get("translations", {}).values()]
-    return _quoted(titles[0]) if titles else "(untitled)"
+    return _quoted(titles[0]) if titles else text(locale, "untitled")
 
 
 def _bounded(summary: str) -> str:
@@ -127,16 +128,22 @@ def draft(service: CrudService, person: Person, *, tool: str, spec: CrudEntity,
                      summary=_bounded(summary), requires_approval=approval,
                      expires_at=expires_at, record_keys=record_keys)
 
+    locale = person.locale  # the summary is read by the person who confirms it
+
+    def said(template: str, **parts: object) -> str:
+        return text(locale, template).format(entity=spec.name, **parts)
+
     if operation == "create":
         values = validate(spec, "create", fields if fields is not None else {})
-        return made(values, f"Create a {spec.name} record: {_changes(values)}", [])
+        return made(values, said("create", changes=_changes(values)), [])
     if operation in ("update", "delete"):
         number, record = _visible_target(service, person, spec, key)
         if operation == "delete":
-            return made({}, f"Delete {spec.name} {number} ({_title(record)})", [number])
+            return made({}, said("delete", key=number, title=_title(record, locale)),
+                        [number])
         values = validate(spec, "update", fields if fields is not None else {})
-        return made(values, f"Update {spec.name} {number} ({_title(record)}): "
-                    f"{_changes(values)}", [number])
+        return made(values, said("update", key=number, title=_title(record, locale),
+                                 changes=_changes(values)), [number])
     # A bulk: the records it matches now, in the person's tenant and view.
     values = (validate(spec, "update", fields if fields is not None else {})
               if operation == "bulk_update" else {})
@@ -151,8 +158,9 @@ def draft(service: CrudService, person: Person, *, tool: str, spec: CrudEntity,
         raise InvalidInputError(f"the selection matches no {spec.name} record the person "
                                 "may change")
     selection = ", ".join(f"{k} = {_quoted(v)}" for k, v in sorted((where or {}).items()))
-    chosen = f"{len(matched)} {spec.name} record{'s' if len(matched) != 1 else ''}" + (
-        f" ({selection})" if selection else "")
+    parts = {"count": len(matched), "records": text(locale, "records" if len(matched) != 1
+                                                     else "record"),
+             "selection": f" ({selection})" if selection else ""}
     if operation == "bulk_delete":
-        return made({}, f"Delete {chosen}", matched)
-    return made(values, f"Update {chosen}: {_changes(values)}", matched)
+        return made({}, said("bulk_delete", **parts), matched)
+    return made(values, said("bulk_update", changes=_changes(values), **parts), matched)

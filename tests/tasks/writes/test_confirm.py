@@ -129,6 +129,35 @@ def test_an_italian_message_says_in_italian_that_nothing_changes_yet(
         answer("Ho chiuso il ticket.")], question="Chiudi il ticket, per favore.")
     assert "Ho chiuso" not in message.text
     assert message.text.endswith(text("it", "notice"))
+    # The card's summary, built by the server, is the person's language too.
+    [write] = message.metadata["writes"]
+    assert write["summary"] == f'Modifica sao.tickets {key} ("Printer"): status → "closed"'
+
+
+def test_each_kind_of_proposal_is_summarised_in_the_persons_language(
+        runtime: Runtime, service: CrudService, make_person: MakePerson) -> None:
+    from ragplate.catalog.crud import crud_entity
+    from ragplate.tasks.writes.proposals import draft
+
+    spec = crud_entity("sao.tickets")
+    soon = datetime.now(UTC) + timedelta(minutes=5)
+    expected = {
+        "en": {"create": 'Create a sao.tickets record: title → "Fan", body → ""',
+               "delete": 'Delete sao.tickets {k} ("Printer")',
+               "bulk_update": 'Update 2 sao.tickets records: status → "closed"'},
+        "it": {"create": 'Crea un record sao.tickets: title → "Fan", body → ""',
+               "delete": 'Elimina sao.tickets {k} ("Printer")',
+               "bulk_update": 'Modifica 2 record sao.tickets: status → "closed"'}}
+    for locale, summaries in expected.items():
+        person = make_person(*TICKET_APPROVER, locale=locale)
+        key, other = ticket(service, person), ticket(service, person)
+        made = {operation: draft(service, person, tool="t", spec=spec, operation=operation,
+                                 expires_at=soon, **arguments).summary
+                for operation, arguments in (
+                    ("create", {"fields": {"title": "Fan", "body": ""}}),
+                    ("delete", {"key": key}),
+                    ("bulk_update", {"keys": [key, other], "fields": {"status": "closed"}}))}
+        assert made == {op: text_.format(k=key) for op, text_ in summaries.items()}, locale
 
 
 def test_fifty_concurrent_confirms_apply_the_proposal_once(
