@@ -184,6 +184,29 @@ def test_the_answer_shows_no_rule_scope_or_withheld_count(client: TestClient,
     assert refused["refusal_category"] == "instruction_override"
 
 
+def test_a_proposable_entry_of_a_wrong_shape_is_a_422_naming_it(
+        client: TestClient, person: dict[str, str]) -> None:
+    cid = conversation(client, person)
+    good = {"kind": "preference", "target": {"namespace": "ui", "key": "theme"},
+            "schema": {"type": "string", "enum": ["light", "dark"]}, "current": "light"}
+    wrong = {**good, "target": "theme"}  # the target is an object, not a name
+    response = client.post(f"/app/ai/conversations/{cid}/messages", headers=person, json={
+        "text": "Can I switch to the dark theme?",
+        "context": {"page": {"resource": "cms/contents", "proposable": [good, wrong]}}})
+    assert response.status_code == 422, response.text
+    [problem] = response.json()["detail"]
+    assert problem["loc"] == ["body", "context", "page", "proposable"]
+    assert "entry 1: a preference's target is" in problem["msg"]
+    # Nothing was asked: the conversation holds no message.
+    shown = client.get(f"/app/ai/conversations/{cid}", headers=person).json()
+    assert shown["messages"] == []
+    # An entry of the right shape whose current value is too long is dropped, not refused.
+    long_current = {**good, "current": "x" * 600}
+    assert ask(client, person, "Can I switch to the dark theme?", context={
+        "page": {"resource": "cms/contents", "proposable": [long_current]}})["status"] in (
+            "answered", "abstained")
+
+
 def test_a_body_that_is_not_json_is_a_400(client: TestClient, person: dict[str, str]) -> None:
     cid = conversation(client, person)
     response = client.post(f"/app/ai/conversations/{cid}/messages", content=b'{"text": "hi"',

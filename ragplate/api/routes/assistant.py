@@ -11,7 +11,7 @@ import uuid
 from typing import Any, Literal
 
 from fastapi import APIRouter, status
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from ragplate.api.deps import MemberDep, RuntimeDep
 from ragplate.api.errors import AUTH_RESPONSES, ERROR_RESPONSES, ErrorBody
@@ -20,6 +20,7 @@ from ragplate.catalog.assistant import compile_policy
 from ragplate.infra.models.chat import CHAT, chat_client_from_settings
 from ragplate.tasks.assistant import conversations
 from ragplate.tasks.assistant.respond import respond
+from ragplate.tasks.assistant.ui_proposals import declaration_problem
 from ragplate.tasks.writes.offered import offered_for
 
 router = APIRouter(prefix="/app/ai", tags=["assistant"])
@@ -77,7 +78,18 @@ class PageContext(StrictRequest):
         description="What the page is willing to have proposed: entries of kind "
         "'preference' (target: namespace, key) or 'view_state' (target: resource, view), "
         "each with a JSON Schema subset, the current value and a description. An entry "
-        "breaking its bounds is dropped; nothing proposed is ever applied by the server.")
+        "of a wrong shape is refused (422, naming it); one breaking a bound (the sizes of "
+        "schema, current and description) is dropped; nothing proposed is ever applied by "
+        "the server.")
+
+    @field_validator("proposable")
+    @classmethod
+    def _shaped(cls, entries: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        for number, entry in enumerate(entries or []):
+            problem = declaration_problem(entry)
+            if problem is not None:
+                raise ValueError(f"entry {number}: {problem}")
+        return entries
 
 
 class MessageContext(StrictRequest):

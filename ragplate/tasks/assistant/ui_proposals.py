@@ -43,7 +43,8 @@ from ragplate.tasks.assistant.proposal_schema import (
 )
 
 __all__ = ["ACCEPTED", "LIMIT_REACHED", "MAX_PROPOSALS", "PREFERENCE_TOOL", "REFUSED",
-           "VIEW_STATE_TOOL", "Target", "UiProposals", "declared_targets", "reason_ok"]
+           "VIEW_STATE_TOOL", "Target", "UiProposals", "declaration_problem",
+           "declared_targets", "reason_ok"]
 
 logger = logging.getLogger("ragplate.assistant")
 
@@ -140,6 +141,36 @@ def _target(kind: str, value: object) -> dict[str, str] | None:
                 or not pattern.fullmatch(field):
             return None
     return {name: value[name] for name in fields}
+
+
+def declaration_problem(entry: object) -> str | None:
+    """What makes ``entry`` of a page's ``proposable`` list malformed (its shape, not its
+    bounds), in words a client developer can act on; ``None`` when its shape is right. The
+    API refuses such a list (422): an entry of a wrong shape is a client's bug, where one
+    out of bounds (a long ``current``) may come from the data and is dropped."""
+    if not isinstance(entry, dict):
+        return "an entry is an object"
+    missing = sorted(_REQUIRED_KEYS - entry.keys())
+    if missing:
+        return f"missing {', '.join(missing)}"
+    if entry.keys() - _ENTRY_KEYS:
+        return ("unknown keys (an entry has kind, target, schema, current and an optional "
+                "description)")
+    kind = entry["kind"]
+    if not isinstance(kind, str) or kind not in _FIELDS:
+        return "kind is 'preference' or 'view_state'"
+    if _target(kind, entry["target"]) is None:
+        shape = ('{"namespace": NAME, "key": NAME}' if kind == "preference"
+                 else '{"resource": "module/entity", "view": NAME}')
+        return f"a {kind}'s target is {shape} (names of letters, digits, _ . -)"
+    schema = entry["schema"]
+    # Too large or too deep is a bound (the entry is dropped), and is not read further.
+    if fits(schema, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH) and not is_proposable_schema(schema):
+        return ("schema is not of the supported JSON Schema subset (type, enum, const, "
+                "minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, "
+                "minItems, maxItems, items, properties, required, additionalProperties) or "
+                "constrains nothing")
+    return None
 
 
 def _entry(entry: object) -> Target | None:

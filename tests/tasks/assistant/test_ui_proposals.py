@@ -24,6 +24,7 @@ from ragplate.tasks.assistant.ui_proposals import (
     REFUSED,
     VIEW_STATE_TOOL,
     UiProposals,
+    declaration_problem,
     declared_targets,
     reason_ok,
 )
@@ -131,6 +132,34 @@ def test_valid_entries_are_declared_in_order() -> None:
 def test_an_entry_breaking_its_bounds_is_dropped(bad: Any) -> None:
     assert declared(bad, FILTERS) == declared(FILTERS)
     assert len(declared(FILTERS)) == 1
+
+
+@pytest.mark.parametrize(("bad", "said"), [
+    (entry(kind="filter"), "kind is 'preference' or 'view_state'"),
+    (entry(target=None), "missing target"),
+    (entry(label="extra"), "unknown keys"),
+    (entry(target={"namespace": "ui"}), "a preference's target is"),
+    (preference("ui ", "k"), "a preference's target is"),
+    ({"kind": "preference", "target": "theme", "schema": {"enum": ["a"]}, "current": "a"},
+     "a preference's target is"),
+    (entry(FILTERS, target={"resource": "erp", "view": "list"}), "a view_state's target is"),
+    (entry(schema={"type": "string", "pattern": "^a$"}), "supported JSON Schema subset"),
+    (entry(schema="string"), "supported JSON Schema subset"),
+    ("not an entry", "an entry is an object"),
+])
+def test_an_entry_of_a_wrong_shape_is_named_for_the_client(bad: Any, said: str) -> None:
+    problem = declaration_problem(bad)
+    assert problem is not None and said in problem
+
+
+@pytest.mark.parametrize("bounded", [
+    LAYOUT, FILTERS, entry(current="x" * 499), entry(description="d" * 121),
+    entry(schema={"type": "string", "enum": ["x" * 2000]}),
+    entry(schema={"type": "array", "items": {"type": "array", "items": {
+        "type": "array", "items": {"enum": ["a"]}}}})])
+def test_an_entry_of_the_right_shape_has_no_problem_whatever_its_sizes(bounded: Any) -> None:
+    # Sizes come from the data (a long current value): such an entry is dropped, not refused.
+    assert declaration_problem(bounded) is None
 
 
 def test_bounds_at_their_limit_are_kept() -> None:
