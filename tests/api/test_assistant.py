@@ -161,6 +161,8 @@ def test_capabilities_name_the_profile_and_features(client: TestClient,
     assert body["configured"] is False
     assert body["features"] == {"writes": False, "proposals": False, "streaming": True}
     assert body["actions"] == []
+    # The limit a client checks before sending: the one the guardrails refuse past.
+    assert body["max_message_chars"] == 4000
 
 
 def test_a_message_over_the_length_bound_is_refused_as_length(client: TestClient,

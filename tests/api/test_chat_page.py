@@ -134,10 +134,10 @@ def page(browser: Browser) -> Iterator[Page]:
     tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
 
     def console(message: ConsoleMessage) -> None:
-        # Chromium logs every 4xx fetch; a wrong token's 401, a guest's 403 and a refused
-        # 422 are the page working.
+        # Chromium logs every 4xx fetch; a wrong token's 401, a guest's 403, a refused 422
+        # and a busy person's 429 are the page working.
         if message.type == "error" and not any(f"status of {status}" in message.text
-                                               for status in (401, 403, 422)):
+                                               for status in (401, 403, 422, 429)):
             problems.append(f"console: {message.text}")
 
     tab.on("console", console)
@@ -413,6 +413,43 @@ def test_a_message_refused_before_the_stream_goes_back_to_the_composer(
     expect(page.locator("#chat-error")).to_have_text(
         "The message was not accepted: text: String should have at most 100000 characters")
     expect(page.locator("#messages > li")).to_have_count(0)
+    expect(page.locator("#composer-text")).to_have_value(QUESTION)
+
+
+def test_a_question_over_the_assistants_limit_is_told_before_it_is_sent(
+    server: AppServer, engine: sa.Engine, page: Page
+) -> None:
+    sent: list[str] = []
+    page.on("request", lambda request: sent.append(request.url)
+            if request.method == "POST" else None)
+    sign_in(page, server, token(engine))
+    long_question = "why " * 1200  # 4800 characters; the default limit is 4000
+    page.locator("#composer-text").fill(long_question)
+    page.locator("#composer-text").press("Enter")
+
+    expect(page.locator("#chat-error")).to_have_text(
+        "Your question is 4799 characters long; the assistant reads at most 4000. "
+        "Shorten it and send it again.")
+    expect(page.locator("#messages > li")).to_have_count(0)
+    expect(page.locator("#composer-text")).to_have_value(long_question)
+    assert sent == []  # no conversation made, nothing stored
+
+
+def test_a_second_question_while_two_answers_are_prepared_is_told_in_italian(
+    server: AppServer, engine: sa.Engine, page: Page
+) -> None:
+    page.route("**/app/ai/agent", lambda route: route.fulfill(
+        status=429, content_type="application/json", body=json.dumps({
+            "error": "TooManyRequests",
+            "detail": "2 of your answers are still being prepared; send the next message "
+                      "when one has arrived"})))
+    sign_in(page, server, token(engine, locale="it"))
+    page.locator("#composer-text").fill(QUESTION)
+    page.locator("#composer-text").press("Enter")
+
+    expect(page.locator("#chat-error")).to_have_text(
+        "La domanda precedente ha ancora una risposta in preparazione. Invia questa quando "
+        "quella risposta è arrivata.")
     expect(page.locator("#composer-text")).to_have_value(QUESTION)
 
 

@@ -138,6 +138,9 @@ class Capabilities(BaseModel):
     actions: list[Action]
     locale: str
     policy_version: str
+    max_message_chars: int = Field(description="The longest message the assistant reads "
+                                   "(RAGPLATE_GUARDRAILS_INPUT_MAX_CHARS); a longer one is "
+                                   "refused with the category length.")
 
 
 #: What a message's metadata shows its reader; the rest (the rule that refused, the
@@ -215,4 +218,5 @@ def capabilities(runtime: RuntimeDep, person: MemberDep) -> Capabilities:
                           proposals=configured and policy.allows("ui_proposals"),
                           streaming=True),
         actions=[Action(**a.as_dict()) for a in actions],
-        locale=person.locale, policy_version=policy.policy_version)
+        locale=person.locale, policy_version=policy.policy_version,
+        max_message_chars=policy.max_input_chars)

@@ -36,6 +36,7 @@ const state = {
   conversations: [],
   currentId: null,
   stream: null, // the AbortController of the answer being received
+  maxChars: 4000, // the assistant's limit, as GET /app/ai/capabilities says it
 };
 
 // ---- Small DOM helpers -------------------------------------------------------------------
@@ -468,6 +469,8 @@ function messageOfError(error) {
   if (error.status === 403) return t("signin.guest");
   if (error.status === 404) return t("conversation.missing");
   if (error.status === 413) return t("error.too_large");
+  // The server's detail is English; the page says it in the person's language.
+  if (error.status === 429) return t("error.busy");
   if (error.status === 400 || error.status === 422) {
     return t("error.invalid", { detail: error.describe() });
   }
@@ -666,6 +669,9 @@ async function enter(token, { fromForm = false } = {}) {
   state.token = token;
   sessionStorage.setItem(TOKEN_KEY, token);
   sessionStorage.setItem(LOCALE_KEY, found.locale || "en");
+  if (Number.isInteger(found.max_message_chars) && found.max_message_chars > 0) {
+    state.maxChars = found.max_message_chars;
+  }
   applyLanguage(found.locale);
   show("chat");
   startNewConversation();
@@ -719,6 +725,12 @@ function wire() {
     const box = $("composer-text");
     const text = box.value.trim();
     if (!text || state.stream) return;
+    if (text.length > state.maxChars) {
+      // Said before sending: the assistant would store the question and refuse it.
+      showError(t("error.too_long", { limit: state.maxChars, length: text.length }));
+      box.focus();
+      return;
+    }
     box.value = "";
     ask(text);
   });
