@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+)
 
 from ragplate.catalog.people import TENANT_PATTERN
 from ragplate.catalog.text import text_problem
@@ -34,6 +41,14 @@ _NOT_BLANK = "^[^\\x00]*[^\\x00\\s][^\\x00]*$"
 #: A query, an entity name, a locale: not blank, no NUL character, valid Unicode.
 SearchText = Annotated[str, _usable(blank_ok=False),
                        Field(json_schema_extra={"pattern": _NOT_BLANK})]
+# The bound sits inside the type: on an optional field (``SearchText | None =
+# Field(max_length=…)``) pydantic checks it after validation and calls the characters "items".
+#: SearchText of at most 200 characters: a title, a page's resource or record key.
+LabelText = Annotated[str, StringConstraints(max_length=200), _usable(blank_ok=False),
+                      Field(json_schema_extra={"pattern": _NOT_BLANK})]
+#: SearchText of at most 100 characters: a module's name.
+NameText = Annotated[str, StringConstraints(max_length=100), _usable(blank_ok=False),
+                     Field(json_schema_extra={"pattern": _NOT_BLANK})]
 #: A tenant id: no NUL character, valid Unicode (blank is the global tenant).
 #: A tenant id as ``users create`` accepts it (:data:`~ragplate.catalog.people.TENANT_PATTERN`),
 #: or blank (the person's own): a tenant no person can belong to is refused, not searched.

@@ -209,6 +209,20 @@ def test_a_proposable_entry_of_a_wrong_shape_is_a_422_naming_it(
             "answered", "abstained")
 
 
+def test_an_over_long_optional_text_is_said_in_characters(client: TestClient,
+                                                          person: dict[str, str]) -> None:
+    title = client.post("/app/ai/conversations", json={"title": "t" * 5000}, headers=person)
+    assert title.status_code == 422
+    assert title.json()["detail"][0]["msg"] == "String should have at most 200 characters"
+    cid = conversation(client, person)
+    module = client.post(f"/app/ai/conversations/{cid}/messages", headers=person,
+                         json={"text": "hi", "context": {"module": "m" * 101}})
+    assert module.status_code == 422
+    assert module.json()["detail"][0]["msg"] == "String should have at most 100 characters"
+    blank = client.post("/app/ai/conversations", json={"title": "  "}, headers=person)
+    assert blank.status_code == 422 and "non-space" in blank.json()["detail"][0]["msg"]
+
+
 def test_a_body_that_is_not_json_is_a_400(client: TestClient, person: dict[str, str]) -> None:
     cid = conversation(client, person)
     response = client.post(f"/app/ai/conversations/{cid}/messages", content=b'{"text": "hi"',

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from ragplate.api.deps import MemberDep, RuntimeDep
 from ragplate.api.errors import AUTH_RESPONSES, ERROR_RESPONSES, ErrorBody
-from ragplate.api.fields import SearchText, StrictRequest
+from ragplate.api.fields import LabelText, NameText, SearchText, StrictRequest
 from ragplate.catalog.assistant import compile_policy
 from ragplate.infra.models.chat import CHAT, chat_client_from_settings
 from ragplate.tasks.assistant import conversations
@@ -32,7 +32,7 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 class NewConversation(StrictRequest):
     """A conversation to start; the title is optional."""
 
-    title: SearchText | None = Field(default=None, max_length=200)
+    title: LabelText | None = None
 
 
 class ConversationOut(BaseModel):
@@ -71,8 +71,8 @@ class ConversationWithMessages(ConversationOut):
 class PageContext(StrictRequest):
     """The page the person is on: ``resource`` is ``{module}/{entity}``."""
 
-    resource: SearchText | None = Field(default=None, max_length=200)
-    record_key: SearchText | None = Field(default=None, max_length=200)
+    resource: LabelText | None = None
+    record_key: LabelText | None = None
     proposable: list[dict[str, Any]] | None = Field(
         default=None, max_length=30,
         description="What the page is willing to have proposed: entries of kind "
@@ -96,7 +96,7 @@ class MessageContext(StrictRequest):
     """Where the person is in the application; only a module the index holds narrows the
     answer's sources, and nothing here widens what the person may see."""
 
-    module: SearchText | None = Field(default=None, max_length=100)
+    module: NameText | None = None
     page: PageContext | None = None
 
 
