@@ -70,9 +70,10 @@ def documentation(
     """
     from ragplate.tasks.evaluation.reports import check_extra_output, check_output
 
-    check_output(output, force=force)  # refuse before starting any service
+    check_output(output, force=force, inputs=[dataset])  # refuse before starting any service
     if cases is not None:
-        check_extra_output(cases, option="--cases", report=output, force=force)
+        check_extra_output(cases, option="--cases", report=output, force=force,
+                           inputs=[dataset])
     if corpus is not None and mode is not Mode.deterministic:
         raise InvalidInputError("--corpus is only for --mode deterministic")
     from ragplate.catalog.datasets import DocumentationDataset

@@ -39,7 +39,7 @@ def assistant(
     from ragplate.tasks.evaluation.dataset_files import read_dataset
     from ragplate.tasks.evaluation.reports import check_output
 
-    check_output(output, force=force)  # refuse before starting any service
+    check_output(output, force=force, inputs=[dataset])  # refuse before starting any service
     read_dataset(dataset, AssistantDataset)
     if corpus is not None and not corpus.is_dir():
         from ragplate.catalog.errors import InvalidInputError

@@ -26,7 +26,7 @@ def evaluate_assistant(dataset: str, output: str, force: bool = False,
     the fixture documentation (default ``datasets/fixtures/assistant``)."""
     crash_gone()
     runtime = assistant.evaluation_runtime(get_settings())
-    path = steps.check_output(output, force)
+    path = steps.check_output(output, force, dataset)
     loaded = assistant_steps.load_dataset(dataset)
     where = Path(corpus) if corpus else assistant.ASSISTANT_CORPUS
     sources = assistant_steps.prepare_sources(runtime, where)

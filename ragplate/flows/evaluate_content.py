@@ -58,7 +58,7 @@ def _record(runtime: Runtime, source: str, dataset: str, output: str, force: boo
                        list[RecordedCase], dict[str, Any]]:
     """The steps the strategies and tuning flows share: refuse the output early, load and
     validate the dataset, then record every case's rankings once."""
-    path = steps.check_output(output, force)
+    path = steps.check_output(output, force, dataset)
     loaded = steps.load_content_dataset(runtime, dataset, source)
     steps.validate_dataset(loaded)
     content = steps.prepare_search(runtime, setup, source)
@@ -91,7 +91,7 @@ def evaluate_application_content(source: str, dataset: str, output: str, force: 
     if mode not in MODES:
         raise InvalidInputError(f"--mode {mode!r}: expected fast, balanced or deep")
     runtime = Runtime(get_settings())
-    path = steps.check_output(output, force)
+    path = steps.check_output(output, force, dataset)
     loaded = steps.load_content_dataset(runtime, dataset, source)
     steps.validate_dataset(loaded)
     content = steps.prepare_search(runtime, setup, source)

@@ -47,9 +47,9 @@ def evaluate_documentation(
     chosen: DocsRetrieval = strategy or runtime.settings.docs_retrieval
     if chosen not in STRATEGIES:
         raise InvalidInputError(f"--retrieval {chosen!r}: expected one of {', '.join(STRATEGIES)}")
-    path = steps.check_output(output, force)
+    path = steps.check_output(output, force, dataset)
     if cases_output is not None:
-        steps.check_cases_output(cases_output, path, force)
+        steps.check_cases_output(cases_output, path, force, dataset)
     loaded = steps.load_documentation_dataset(dataset, index)
     cases.refuse_private_cases(loaded.data, cases_output)
     steps.validate_dataset(loaded)

@@ -162,6 +162,33 @@ def test_main_usage_error_exits_2(ragplate_home: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("command", [
+    ["evaluate", "documentation", "--index", "developer"],
+    ["evaluate", "application-content"], ["evaluate", "strategies"], ["tune-retrieval"],
+    ["evaluate", "assistant"]])
+def test_force_does_not_let_a_report_overwrite_its_dataset(ragplate_home: Path,
+                                                          command: list[str]) -> None:
+    dataset = ragplate_home / "set.json"
+    dataset.write_text('{"cases": []}\n')
+    result = ragplate(ragplate_home, *command, "--dataset", str(dataset), "--output",
+                      str(dataset), "--force")
+
+    assert result.returncode == 2, result.stderr
+    assert "the dataset this run reads" in result.stderr
+    assert dataset.read_text() == '{"cases": []}\n'
+
+
+def test_a_cases_file_does_not_overwrite_the_dataset_either(ragplate_home: Path) -> None:
+    dataset = ragplate_home / "set.json"
+    dataset.write_text('{"cases": []}\n')
+    result = ragplate(ragplate_home, "evaluate", "documentation", "--index", "developer",
+                      "--dataset", str(dataset), "--output", str(ragplate_home / "r.json"),
+                      "--cases", str(dataset), "--force")
+
+    assert result.returncode == 2 and "the dataset this run reads" in result.stderr
+    assert dataset.read_text() == '{"cases": []}\n'
+
+
 def test_index_docs_rejects_an_unknown_profile(runner: CliRunner) -> None:
     result = runner.invoke(app, ["index-docs", "--profile", "bogus"])
 

@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +47,20 @@ def html_path(output: Path) -> Path:
 
 
 def check_output(output: Path | str, *, force: bool, option: str = "--output",
-                 page: bool = True) -> Path:
+                 page: bool = True, inputs: Iterable[Path | str] = ()) -> Path:
     """Refuse an output that exists (without ``force``) or whose directory is missing or
-    not writable; returns the path. With ``page`` (a report, whose HTML page goes beside
-    it) also an HTML name, and an existing page. ``option`` names the output in the
-    messages (``--cases`` for the per-case file, which has no page). Run it before the
-    evaluation, so a long run does not end in a refusal."""
+    not writable, and one that is a file the run reads (``inputs``: its dataset), even with
+    ``force``; returns the path. With ``page`` (a report, whose HTML page goes beside it)
+    also an HTML name, and an existing page. ``option`` names the output in the messages
+    (``--cases`` for the per-case file, which has no page). Run it before the evaluation,
+    so a long run does not end in a refusal."""
     path = Path(output)
+    written = {path.resolve(), *([html_path(path).resolve()] if page else [])}
+    for read in inputs:
+        if Path(read).resolve() in written:
+            # --force overwrites a report, never the dataset the report is made from.
+            raise InvalidInputError(f"{option} {path}: would overwrite {read}, the dataset "
+                                    "this run reads; choose another path")
     if page and path.suffix.lower() == ".html":
         raise InvalidInputError(f"{option} {path}: names the JSON report, and its HTML page "
                                 f"is written beside it with the suffix .html; give the "
@@ -76,10 +83,10 @@ def check_output(output: Path | str, *, force: bool, option: str = "--output",
 
 
 def check_extra_output(output: Path | str, *, option: str, report: Path | str,
-                       force: bool) -> Path:
+                       force: bool, inputs: Iterable[Path | str] = ()) -> Path:
     """Check a file a run writes besides its report (``--cases``): as :func:`check_output`
     without an HTML page, and neither the report nor its page."""
-    path = check_output(output, force=force, option=option, page=False)
+    path = check_output(output, force=force, option=option, page=False, inputs=inputs)
     taken = Path(report).resolve()
     if path.resolve() in (taken, html_path(taken)):
         raise InvalidInputError(f"{option} {path}: is the report's --output or its HTML page")

@@ -42,16 +42,19 @@ REPORT_SUITES = {
 
 
 @task(name="check-report-output", cache_policy=NO_CACHE)
-def check_output(output: str, force: bool) -> Path:
-    """Refuse an existing report (without ``force``) or an unwritable directory."""
-    return reports.check_output(output, force=force)
+def check_output(output: str, force: bool, dataset: str | None = None) -> Path:
+    """Refuse an existing report (without ``force``), an unwritable directory, or the
+    dataset's own path."""
+    return reports.check_output(output, force=force, inputs=[dataset] if dataset else [])
 
 
 @task(name="check-cases-output", cache_policy=NO_CACHE)
-def check_cases_output(path: str, report: Path, force: bool) -> Path:
-    """Refuse an existing per-case file (without ``force``), an unwritable directory, or the
-    report's own path or page."""
-    return reports.check_extra_output(path, option="--cases", report=report, force=force)
+def check_cases_output(path: str, report: Path, force: bool, dataset: str | None = None
+                       ) -> Path:
+    """Refuse an existing per-case file (without ``force``), an unwritable directory, the
+    report's own path or page, or the dataset's path."""
+    return reports.check_extra_output(path, option="--cases", report=report, force=force,
+                                      inputs=[dataset] if dataset else [])
 
 
 @task(name="load-dataset", cache_policy=NO_CACHE)

@@ -220,6 +220,26 @@ def test_the_cases_file_is_checked_under_its_own_option_without_a_page(
     assert check_output(existing, force=True, option="--cases", page=False) == existing
 
 
+def test_force_never_lets_a_report_or_cases_file_overwrite_the_dataset(
+        tmp_path: Path) -> None:
+    dataset = tmp_path / "cases.json"
+    dataset.write_text('{"cases": []}')
+    for output, page in ((dataset, True), (tmp_path / "." / "cases.json", False)):
+        with pytest.raises(InvalidInputError, match=r"would overwrite .*cases\.json, the "
+                                                    r"dataset this run reads"):
+            check_output(output, force=True, page=page,
+                         inputs=[str(tmp_path / "x" / ".." / "cases.json")])
+    # The report's HTML page would land on a dataset named like it.
+    with pytest.raises(InvalidInputError, match="the dataset this run reads"):
+        check_output(tmp_path / "set.json", force=True, inputs=[tmp_path / "set.html"])
+    with pytest.raises(InvalidInputError, match="the dataset this run reads"):
+        check_extra_output(dataset, option="--cases", report=tmp_path / "r.json", force=True,
+                           inputs=[dataset])
+    assert dataset.read_text() == '{"cases": []}'
+    # Another path is written as before.
+    assert check_output(tmp_path / "r.json", force=True, inputs=[dataset]) == tmp_path / "r.json"
+
+
 @pytest.mark.parametrize("key", ["query", "text", "excerpt", "Content"])
 def test_reports_never_carry_text(tmp_path: Path, key: str) -> None:
     with pytest.raises(ValueError, match="never carries text"):
