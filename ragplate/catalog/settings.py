@@ -241,11 +241,12 @@ class Settings(BaseSettings):
         default=5, description="Default retrieval depth (top-k), clamped to 1-10."
     )
     min_similarity: float | None = Field(
-        default=None,
-        description="Similarity floor for retrieval hits (off by default).",
+        default=None, ge=-1.0, le=1.0, allow_inf_nan=False,
+        description="Similarity floor for retrieval hits, a cosine between -1 and 1 (off by "
+        "default; ragplate tune-floor measures one).",
     )
     assistant_min_similarity: float = Field(
-        default=0.82, ge=-1.0, le=1.0,
+        default=0.82, ge=-1.0, le=1.0, allow_inf_nan=False,
         description="The assistant's evidence floor: it answers only from documents whose "
         "similarity with the question reaches this, and abstains otherwise. 0.82 was measured "
         "with ragplate tune-floor on the development dataset for the default model "

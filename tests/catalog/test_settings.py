@@ -81,7 +81,10 @@ def test_clamp_top_k(value: int, expected: int) -> None:
     ("key", "value"),
     [("RAGPLATE_PREFECT_PORT", "0"), ("RAGPLATE_PREFECT_PORT", "70000"),
      ("RAGPLATE_VECTOR_STORE", "redis"), ("RAGPLATE_SPLITTER", "tokens"),
-     ("RAGPLATE_INDEX_BATCH_CHUNKS", "0"), ("RAGPLATE_EMBEDDINGS_TIMEOUT", "0")],
+     ("RAGPLATE_INDEX_BATCH_CHUNKS", "0"), ("RAGPLATE_EMBEDDINGS_TIMEOUT", "0"),
+     # A floor outside the cosine's range would silently empty every answer.
+     ("RAGPLATE_MIN_SIMILARITY", "5"), ("RAGPLATE_MIN_SIMILARITY", "nan"),
+     ("RAGPLATE_MIN_SIMILARITY", "-inf"), ("RAGPLATE_ASSISTANT_MIN_SIMILARITY", "nan")],
 )
 def test_invalid_env_values_are_refused(
     clean_env: pytest.MonkeyPatch, key: str, value: str
