@@ -36,7 +36,7 @@ def seed(
     from ragplate.tasks.records.demo import check_seed_options, reset_demo, seed_demo
     from ragplate.tasks.records.texts import embedding_profiles_for_writes
 
-    wanted = [loc.strip() for loc in locales.split(",") if loc.strip()]
+    wanted = [loc.strip() for loc in locales.split(",")]
     check_seed_options(records=records, batch_size=batch_size, locales=wanted, tenant=tenant)
     runtime = Runtime(get_settings())
     engine = runtime.engine

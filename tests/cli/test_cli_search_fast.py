@@ -61,6 +61,8 @@ def test_search_refuses_a_locale_or_tenant_the_api_refuses(
 
 @pytest.mark.parametrize(("args", "named"), [
     (["--locales", "en,bad locale"], "'bad locale'"),
+    (["--locales", "en,it,en"], "names en more than once"),
+    (["--locales", "en,,it"], "(got '')"),
     (["--tenant", "bad tenant"], "'bad tenant'"),
 ])
 def test_demo_seed_refuses_bad_options_before_any_record_is_written(

@@ -197,7 +197,12 @@ def check_seed_options(*, records: int, batch_size: int, locales: Sequence[str],
         raise InvalidInputError("--records and the batch size must be at least 1")
     bad = [loc for loc in locales if not LOCALE.match(loc)]
     if bad or not locales:
-        raise InvalidInputError(f"--locales must be language tags such as en,it (got {bad})")
+        raise InvalidInputError("--locales must be language tags such as en,it (got "
+                                f"{', '.join(repr(b) for b in bad) or 'none'})")
+    repeated = sorted({loc for loc in locales if list(locales).count(loc) > 1})
+    if repeated:
+        # A record has one translation per locale: a second would collide with the first.
+        raise InvalidInputError(f"--locales names {', '.join(repeated)} more than once")
     if not tenant.strip():
         raise InvalidInputError("--tenant must be a non-empty string")
     # The same rule as a person's tenant: records no person can belong to serve no one.
