@@ -77,13 +77,18 @@ def documentation(
     if corpus is not None and mode is not Mode.deterministic:
         raise InvalidInputError("--corpus is only for --mode deterministic")
     from ragplate.catalog.datasets import DocumentationDataset
-    from ragplate.tasks.evaluation.cases import refuse_private_cases
+    from ragplate.tasks.evaluation.cases import (
+        Thresholds,
+        refuse_private_cases,
+        refuse_unmeasurable,
+    )
     from ragplate.tasks.evaluation.dataset_files import read_dataset
     from ragplate.tasks.evaluation.documentation import check_index
 
     loaded = read_dataset(dataset, DocumentationDataset).data
     check_index(loaded, index.value)
     refuse_private_cases(loaded, str(cases) if cases else None)
+    refuse_unmeasurable(Thresholds(min_hit_at_5=min_hit_at_5, min_mrr=min_mrr), loaded)
     from ragplate.infra.environment import get_settings
     from ragplate.infra.prefect_server import prefect_api
     from ragplate.infra.runtime import Runtime

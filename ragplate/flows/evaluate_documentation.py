@@ -52,6 +52,7 @@ def evaluate_documentation(
         steps.check_cases_output(cases_output, path, force, dataset)
     loaded = steps.load_documentation_dataset(dataset, index)
     cases.refuse_private_cases(loaded.data, cases_output)
+    cases.refuse_unmeasurable(thresholds, loaded.data)
     steps.validate_dataset(loaded)
     setup = steps.prepare_retrieval(runtime, index, mode, chosen, corpus)
     steps.warn_absent_labels(loaded.data, setup)

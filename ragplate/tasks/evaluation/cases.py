@@ -90,6 +90,17 @@ class Thresholds:
                 raise InvalidInputError(f"{flag} {value}: expected a figure from 0 to 1")
 
 
+def refuse_unmeasurable(thresholds: Thresholds, dataset: DocumentationDataset) -> None:
+    """Refuse a threshold on hit@5 or MRR for a dataset none of whose cases expects a
+    source (only no-answer cases): the figure would measure nothing and always fail."""
+    asked = [flag for flag, value in (("--min-hit-at-5", thresholds.min_hit_at_5),
+                                      ("--min-mrr", thresholds.min_mrr)) if value is not None]
+    if asked and not any(case.expected_source_labels for case in dataset.cases):
+        raise InvalidInputError(f"{' and '.join(asked)}: no case of the dataset expects a "
+                                "source, so hit@5 and MRR measure nothing; drop the "
+                                "threshold or add answered cases")
+
+
 #: How a figure is named in the message of a threshold it misses.
 FIGURE_NAMES = {"--min-hit-at-5": "hit@5", "--min-mrr": "MRR"}
 

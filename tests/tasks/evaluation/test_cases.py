@@ -19,6 +19,7 @@ from ragplate.tasks.evaluation.cases import (
     hit_at,
     passed,
     refuse_private_cases,
+    refuse_unmeasurable,
 )
 from tests.tasks.evaluation.test_scoring import outcome
 
@@ -94,3 +95,19 @@ def test_the_page_section_lists_failing_cases_only() -> None:
     assert "<td>unavailable</td>" in html  # what the broken case returned
     assert "None of the 1 cases failed" in failing_section(case_rows(OUTCOMES[:1]))
     assert "Not shown: the dataset is private" in failing_section(None)
+
+
+def test_a_threshold_on_a_dataset_without_an_answered_case_is_refused() -> None:
+    everyday = DocumentationDataset.model_validate(json.loads(
+        (PROJECT_ROOT / "datasets" / "documentation-laraplate-everyday.json").read_text()))
+    assert not any(case.expected_source_labels for case in everyday.cases)
+    for thresholds, named in ((Thresholds(min_hit_at_5=0.5), "--min-hit-at-5"),
+                              (Thresholds(min_mrr=0.5), "--min-mrr"),
+                              (Thresholds(min_hit_at_5=0.5, min_mrr=0.5),
+                               "--min-hit-at-5 and --min-mrr")):
+        with pytest.raises(InvalidInputError, match=f"^{named}: no case of the dataset"):
+            refuse_unmeasurable(thresholds, everyday)
+    refuse_unmeasurable(Thresholds(), everyday)  # no threshold: nothing to refuse
+    answered = DocumentationDataset.model_validate(json.loads(
+        (PROJECT_ROOT / "datasets" / "documentation-user-fixture.json").read_text()))
+    refuse_unmeasurable(Thresholds(min_hit_at_5=0.5, min_mrr=0.5), answered)
