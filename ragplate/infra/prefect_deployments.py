@@ -30,7 +30,7 @@ import yaml
 
 from ragplate.catalog.errors import ConfigurationError, RagplateError, ServiceError
 from ragplate.catalog.settings import Settings
-from ragplate.infra import prefect_server
+from ragplate.infra import flow_runs, prefect_server
 from ragplate.infra.home import ensure_dir, prefect_home_environment
 
 PREFECT_FILE = "prefect.yaml"
@@ -274,9 +274,11 @@ def run_worker(command: list[str], env: dict[str, str], root: Path, *,
     # inherits such orphans and finds them among its own descendants; elsewhere they are
     # noted while the worker runs.
     _become_subreaper()
-    process = subprocess.Popen(command, env=env, cwd=root, start_new_session=True)
+    process = subprocess.Popen(command, env=env, cwd=root, start_new_session=True,
+                               preexec_fn=_die_with_parent(os.getpid()))
     stopping: list[float] = []
     seen: dict[int, psutil.Process] = {}
+    killed: set[int] = set()
 
     def note() -> None:
         for parent in (process.pid, os.getpid()):
@@ -286,6 +288,10 @@ def run_worker(command: list[str], env: dict[str, str], root: Path, *,
 
     def kill_group() -> None:
         note()
+        for child in seen.values():
+            with contextlib.suppress(psutil.Error):
+                if child.is_running() and child.status() != psutil.STATUS_ZOMBIE:
+                    killed.add(child.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
         for child in seen.values():
@@ -334,6 +340,30 @@ def run_worker(command: list[str], env: dict[str, str], root: Path, *,
         kill_group()  # whatever the worker left in its group (flow-run processes)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        # A flow run whose process was killed would show RUNNING until the next run of its
+        # flow: the UI is told now.
+        api_url = env.get("PREFECT_API_URL")
+        crashed = flow_runs.crash_runs_of_killed_processes(api_url, killed) if api_url else []
+        if crashed:
+            say(f"Marked {len(crashed)} killed flow run(s) crashed: {', '.join(crashed)}")
+
+
+def _die_with_parent(parent: int) -> Callable[[], None] | None:
+    """What the worker's child runs before its command (Linux): be killed when ``parent``
+    dies, even by SIGKILL, which no handler here can catch (``PR_SET_PDEATHSIG``). A
+    Prefect worker left behind would go on taking flow runs with a stale environment."""
+    if not sys.platform.startswith("linux"):
+        return None
+
+    def arm() -> None:
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the request was made
+            os._exit(1)
+
+    return arm
 
 
 def _become_subreaper() -> None:

@@ -101,3 +101,32 @@ def test_only_the_runs_whose_process_is_gone_are_marked_crashed(prefect_api_url:
     with get_client(sync_client=True) as client:  # no run left RUNNING for later tests
         for run in [*runs.values(), current, retried]:
             client.set_flow_run_state(run.id, Cancelled(), force=True)
+
+
+def test_a_worker_stop_marks_the_runs_of_the_processes_it_killed_crashed(
+        prefect_api_url: str) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Cancelled, Running
+
+    from ragplate.flows.tune_floor import tune_floor
+    from ragplate.infra.flow_runs import KILLED_REASON, crash_runs_of_killed_processes
+
+    with get_client(sync_client=True) as client:
+        killed = client.create_flow_run(tune_floor, parameters={}, state=Running())
+        other = client.create_flow_run(tune_floor, parameters={}, state=Running())
+        client.update_flow_run(killed.id, infrastructure_pid="4194301")
+        client.update_flow_run(other.id, infrastructure_pid="4194302")
+
+    crashed = crash_runs_of_killed_processes(prefect_api_url, {4194301, 4194303})
+
+    assert crashed == [str(killed.id)]
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(killed.id).state
+        assert state is not None and state.type == StateType.CRASHED
+        assert state.message == KILLED_REASON
+        still = client.read_flow_run(other.id).state
+        assert still is not None and still.type == StateType.RUNNING
+        client.set_flow_run_state(other.id, Cancelled(), force=True)
+    # No server: nothing marked, nothing raised (the supervisor is stopping anyway).
+    assert crash_runs_of_killed_processes("http://127.0.0.1:9/api", {4194301}) == []

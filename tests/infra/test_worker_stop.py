@@ -3,6 +3,7 @@ even when it lingers in its graceful shutdown, and nothing it started outlives i
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -104,3 +105,19 @@ def test_a_second_signal_kills_at_once(tmp_path: Path) -> None:
     assert "Second signal: killing the worker." in output
     assert "did not stop within" not in output
     assert _gone(flow_run)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_worker_does_not_outlive_a_supervisor_killed_with_sigkill(tmp_path: Path) -> None:
+    # "idle": the stand-in writes its own pid, the worker's.
+    supervisor, worker = _start(tmp_path, "idle-lingers")
+    assert psutil.Process(worker).ppid() == supervisor.pid
+
+    supervisor.kill()  # no handler runs: only the kernel can stop the worker now
+    supervisor.communicate(timeout=10)
+
+    try:
+        assert _gone(worker), "the worker outlived its supervisor and would go on taking runs"
+    finally:
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(worker).kill()  # a failing run leaves no stray process behind
