@@ -72,10 +72,29 @@ def prefect_home_environment(home: Path,
     return chosen
 
 
+def prefect_logging_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Prefect's logging settings a ragplate process needs that ``environ`` lacks:
+    ragplate's own loggers among Prefect's extra loggers, so that a warning of a step (a
+    switch's forced activation, a gate that compared nothing) is in its flow run's logs in
+    the UI, not only on the console of the process that ran it; and no warning for their
+    records outside any flow run (a command's own work), which stay on the console."""
+    environ = os.environ if environ is None else environ
+    chosen: dict[str, str] = {}
+    extra = [n.strip() for n in environ.get("PREFECT_LOGGING_EXTRA_LOGGERS", "").split(",")
+             if n.strip()]
+    if "ragplate" not in extra:
+        chosen["PREFECT_LOGGING_EXTRA_LOGGERS"] = ",".join([*extra, "ragplate"])
+    if not environ.get("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW"):
+        chosen["PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW"] = "ignore"
+    return chosen
+
+
 def use_home_for_prefect(home: Path) -> dict[str, str]:
-    """Set :func:`prefect_home_environment` in this process's environment (read when
-    ``prefect`` is imported, and inherited by the processes it starts); returns it."""
+    """Set :func:`prefect_home_environment` and :func:`prefect_logging_environment` in this
+    process's environment (read when ``prefect`` is imported, and inherited by the
+    processes it starts); returns the home's part."""
     chosen = prefect_home_environment(home)
     os.environ.update(chosen)
+    os.environ.update(prefect_logging_environment())
     _chosen.update(chosen)
     return chosen

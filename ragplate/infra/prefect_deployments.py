@@ -31,7 +31,11 @@ import yaml
 from ragplate.catalog.errors import ConfigurationError, RagplateError, ServiceError
 from ragplate.catalog.settings import Settings
 from ragplate.infra import flow_runs, prefect_server
-from ragplate.infra.home import ensure_dir, prefect_home_environment
+from ragplate.infra.home import (
+    ensure_dir,
+    prefect_home_environment,
+    prefect_logging_environment,
+)
 
 PREFECT_FILE = "prefect.yaml"
 #: The work pool of every deployment ragplate declares, and the worker type it runs.
@@ -122,6 +126,7 @@ def prefect_environment(settings: Settings, api_url: str, root: Path,
     # Prefect's own files (its home, results of failed runs) stay under RAGPLATE_HOME, in
     # the directory the local server uses, unless the operator chose another.
     env.update(prefect_home_environment(settings.home, environ))
+    env.update(prefect_logging_environment(environ))
     return env
 
 
