@@ -295,7 +295,9 @@ def test_the_gate_refuses_a_worse_target_until_force_activate(
     with pytest.raises(SwitchFailedError) as failure:
         state.result()
     assert "evaluation gate: hit@5 1.000 ->" in str(failure.value)
+    # Both ways to override: the CLI's flag and the deployment's parameter.
     assert "--force-activate" in str(failure.value)
+    assert "force_activate true" in str(failure.value)
     stored = read_state(runtime.engine)
     assert (stored.status, stored.phase, stored.failure) == ("failed", "verify", "gate")
     assert stored.gate is not None and stored.gate["passed"] is False

@@ -190,7 +190,9 @@ def run_verify(ctx: PhaseContext) -> SwitchState:
         if not state.force_activate:
             ctx.change(lambda s: setattr(s, "gate", outcome))
             raise ctx.fail("verify", "gate", result.reason() + ": refused to activate "
-                           "(resume with --force-activate to override)")
+                           "(to override: ragplate embeddings switch --resume "
+                           "--force-activate, or a run of the embeddings-switch deployment "
+                           "with action resume and force_activate true)")
         outcome["forced"] = True
         log.warning("%s: activating anyway (--force-activate)", result.reason())
     faults.checkpoint("verify")
