@@ -17,4 +17,8 @@ def analytics_prune() -> dict[str, int]:
     """Prune the query analytics store: ``{"deleted": N}``."""
     crash_gone()
     runtime = Runtime(get_settings())
-    return {"deleted": steps.prune_records(runtime)}
+    deleted = steps.prune_records(runtime)
+    # The run's own log line (log_prints): what the nightly run did, seen in the UI.
+    print(f"Deleted {deleted} query record(s) older than "
+          f"{runtime.settings.query_logging_retention_days} day(s)")
+    return {"deleted": deleted}

@@ -58,6 +58,8 @@ def test_prefect_gets_the_api_the_home_and_the_checkout(tmp_path: Path) -> None:
     assert env["RAGPLATE_HOME"] == str(settings.home)
     assert env["RAGPLATE_CHECKOUT"] == str(ROOT)
     assert env["PREFECT_HOME"] == str(settings.home / "prefect")
+    # A flow run's ragplate warnings go to its logs in the UI.
+    assert env["PREFECT_LOGGING_EXTRA_LOGGERS"] == "ragplate"
     # An operator's own PREFECT_HOME is kept.
     mine = pd.prefect_environment(settings, "http://x/api", ROOT, {"PREFECT_HOME": "/srv/p"})
     assert mine["PREFECT_HOME"] == "/srv/p"
