@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal, cast
 
 import typer
@@ -10,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragplate.catalog.documents import AccessContext
-from ragplate.catalog.errors import InvalidInputError
+from ragplate.catalog.errors import ConfigurationError, InvalidInputError
 from ragplate.cli.output import (
     console,
     flow_progress,
@@ -82,6 +83,12 @@ def index_docs(
     # for an up-to-date index reads even for a --path run.
     explicit_root(path, prefix)
     settings.all_roots()
+    # A run of the configured roots indexes each: a missing one starts nothing. (A --path
+    # run leaves them to the up-to-date check, as an installed package has no docs/.)
+    for label, root in settings.docs_roots.items() if path is None else ():
+        if not Path(root).is_dir():
+            raise ConfigurationError(f"RAGPLATE_DOCS_ROOTS {label!r}: {root} is not a "
+                                     "directory")
     runtime = Runtime(settings)
     runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
     rows = up_to_date_rows(runtime, profile=profile.value, path=path, prefix=prefix,

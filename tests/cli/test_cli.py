@@ -285,6 +285,18 @@ def test_a_missing_configured_root_is_refused_before_starting_anything(
     assert not (home / "pgdata").exists()
 
 
+def test_a_missing_root_of_docs_roots_is_refused_before_a_flow_run(tmp_path: Path) -> None:
+    home = tmp_path / "never-started"
+    missing = tmp_path / "unmounted"
+    result = ragplate(home, "index-docs",
+                      RAGPLATE_DOCS_ROOTS=json.dumps({"handbook": str(missing)}))
+
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"Error: RAGPLATE_DOCS_ROOTS 'handbook': {missing} is "
+                                     "not a directory")
+    assert not (home / "pgdata").exists()  # no service started, so no flow run either
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("index", ["developer", "user"])
 def test_retrieve_over_an_empty_index_says_what_to_run(ragplate_home: Path, index: str) -> None:
