@@ -18,8 +18,8 @@ dataset is marked.
 from __future__ import annotations
 
 import hashlib
-import tempfile
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,10 +29,16 @@ from rich.console import Console
 from rich.table import Table
 
 from ragplate.bench.scratch import scratch_home, write_figures
+from ragplate.catalog.errors import InvalidInputError
 
 console = Console(width=220)
 #: Passage vectors by the SHA-256 of their text, kept between runs (the model is fixed).
-CACHE = Path(tempfile.gettempdir()) / "ragplate-bench-retrieval-embeddings.npz"
+def cache_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The passage vectors of earlier runs: in this user's cache directory
+    (``$XDG_CACHE_HOME``, else ``~/.cache``), not a file every user of /tmp shares."""
+    environ = os.environ if environ is None else environ
+    base = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "ragplate" / "bench-retrieval-embeddings.npz"
 
 
 @dataclass(frozen=True)
@@ -157,12 +163,18 @@ def run(*, corpus: Path, datasets: Sequence[Path], output: Path,
     from ragplate.tasks.indexing.read import developer_corpus, read_sources
     from ragplate.tasks.retrieval.documentation import retrieve_developer
 
+    unknown = [text for text in only if not any(text in r.name for r in recipes())]
+    if unknown:
+        raise InvalidInputError(f"--recipe {', '.join(map(repr, unknown))}: no recipe's name "
+                                "holds it (names read like '120/20 crumb+label w0.5 adaptive-k20')")
     cases = _datasets(datasets)
     profile = get_profile(DEFAULT_PROFILE)
     embedder = QueryMemo(LocalEmbedder(profile))
     cache: dict[str, np.ndarray] = {}
-    if CACHE.exists():
-        with np.load(CACHE) as stored:
+    stored_at = cache_path()
+    stored_at.parent.mkdir(parents=True, exist_ok=True)
+    if stored_at.exists():
+        with np.load(stored_at) as stored:
             cache.update({key: stored[key] for key in stored.files})
 
     def embed(texts: list[str]) -> np.ndarray:
@@ -170,7 +182,7 @@ def run(*, corpus: Path, datasets: Sequence[Path], output: Path,
         if todo:
             for text, vector in zip(todo, embedder.embed_passages(todo), strict=True):
                 cache[_key(text)] = vector
-            np.savez(CACHE, **cache)  # type: ignore[arg-type]  # keys are array names
+            np.savez(stored_at, **cache)  # type: ignore[arg-type]  # keys are array names
         return np.stack([cache[_key(t)] for t in texts])
 
     results: dict[str, dict[str, Any]] = {}

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,6 +42,10 @@ def scratch_home(prefix: str) -> Iterator[tuple[Path, Settings]]:
     os.environ["RAGPLATE_HOME"] = str(scratch / "home")
     get_settings.cache_clear()
     settings = get_settings()
+    # SIGTERM (timeout, a cancelled CI job) ends the block like Ctrl-C does, through the
+    # cleanup below: otherwise the scratch PostgreSQL and directory outlive the run.
+    previous = (signal.signal(signal.SIGTERM, _exit_on_sigterm)
+                if threading.current_thread() is threading.main_thread() else None)
     try:
         yield scratch, settings
     finally:
@@ -49,6 +55,12 @@ def scratch_home(prefix: str) -> Iterator[tuple[Path, Settings]]:
         restore_environment(saved)
         get_settings.cache_clear()
         shutil.rmtree(scratch, ignore_errors=True)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def write_figures(output: Path, figures: dict[str, Any]) -> None:

@@ -53,3 +53,25 @@ def test_a_recipe_loses_when_it_drops_more_than_one_case() -> None:
     assert _loses({"set": {"hits": 9, "rr_sum": 7.0}}, baseline) == []
     assert _loses({"set": {"hits": 8, "rr_sum": 8.0}}, baseline) == ["set"]
     assert _loses({"set": {"hits": 10, "rr_sum": 6.9}}, baseline) == ["set"]
+
+
+def test_a_recipe_filter_matching_no_recipe_is_refused_before_any_work(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from ragplate.bench.retrieval import run
+    from ragplate.catalog.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=r"^--recipe 'no-such-recipe': no recipe"):
+        run(corpus=tmp_path, datasets=[], output=tmp_path / "b.json",
+            only=["adaptive", "no-such-recipe"])
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_the_passage_cache_is_this_users() -> None:
+    from pathlib import Path
+
+    from ragplate.bench.retrieval import cache_path
+
+    assert cache_path({"XDG_CACHE_HOME": "/c"}) == Path(
+        "/c/ragplate/bench-retrieval-embeddings.npz")
+    assert cache_path({}) == Path.home() / ".cache/ragplate/bench-retrieval-embeddings.npz"

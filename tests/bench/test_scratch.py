@@ -43,3 +43,31 @@ def test_figures_are_written_as_indented_json(tmp_path: Path) -> None:
 
     assert json.loads(output.read_text()) == {"ratio": 1.1}
     assert output.read_text().endswith("}\n")
+
+
+def test_sigterm_ends_a_benchmark_through_its_cleanup(tmp_path: Path) -> None:
+    """``timeout`` and a cancelled CI job send SIGTERM: the scratch home goes as with Ctrl-C."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    marker = tmp_path / "scratch.txt"
+    script = ("import time, pathlib\n"
+              "from ragplate.bench.scratch import scratch_home\n"
+              "with scratch_home('ragplate-test-term-') as (scratch, _settings):\n"
+              f"    pathlib.Path({str(marker)!r}).write_text(str(scratch))\n"
+              "    time.sleep(120)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], env={
+        **os.environ, "RAGPLATE_HOME": str(tmp_path / "unused")})
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text()):
+        assert time.monotonic() < deadline and child.poll() is None, "no scratch home made"
+        time.sleep(0.05)
+    scratch = Path(marker.read_text())
+    assert scratch.is_dir()
+
+    child.send_signal(signal.SIGTERM)
+
+    assert child.wait(timeout=60) == 128 + signal.SIGTERM
+    assert not scratch.exists()
