@@ -50,6 +50,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from ragplate.catalog.errors import InvalidInputError
+from ragplate.catalog.people import TENANT_PATTERN
 
 MAX_FILE_BYTES = 2_000_000
 MAX_JSON_DEPTH = 32
@@ -175,7 +176,8 @@ class ContentFilter(_Strict):
 class ContentAuthorization(_Strict):
     """The principal of an application-content case."""
 
-    tenant: Label | None
+    # As a person's tenant: a tenant no person can belong to would score a search error.
+    tenant: Annotated[str, StringConstraints(pattern=TENANT_PATTERN.pattern)] | None
     permissions: Labels
     filters: Annotated[list[ContentFilter], Field(max_length=20)] | None
 

@@ -43,7 +43,7 @@ def run_flow(output: Path, force: bool, flow_name: str, **parameters: Any) -> di
     # The dataset and --source too: a mistake there must not start services or leave a
     # failed flow run behind.
     check_dataset(read_dataset(parameters["dataset"], ApplicationContentDataset).data,
-                  parameters["source"], settings)
+                  parameters["source"], settings, where=parameters["dataset"])
     from ragplate.flows import evaluate_content
     from ragplate.infra.prefect_server import prefect_api
     from ragplate.infra.runtime import Runtime

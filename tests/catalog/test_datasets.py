@@ -253,6 +253,9 @@ def test_application_content_dataset(tmp_path: Path) -> None:
     [({"limit": 51}, "field 'limit'"), ({"expected_hit_ids": ["sao.tickets:1"]},
                                          "field 'expected_hit_ids'"),
      ({"authorization": {"tenant": None, "permissions": []}}, "field 'authorization.filters'"),
+     # A tenant no person can belong to: refused when read, not scored as unavailable.
+     ({"authorization": {"tenant": "bad tenant!", "permissions": [], "filters": None}},
+      "field 'authorization.tenant'"),
      ({"expect_abstention": True}, "case 'bad'"), ({"query": 3}, "field 'query'")],
 )
 def test_application_content_refusals(tmp_path: Path, change: dict[str, Any],

@@ -73,6 +73,23 @@ def test_a_malformed_case_names_the_case_and_the_field(runner: CliRunner,
     assert str(error).startswith(f"{bad}: case '{case['id']}', field 'limit'")
 
 
+@pytest.mark.parametrize(("field", "value"), [
+    ("filters", [{"property": "module", "operator": "eq", "value": "x"}]),
+    ("tenant", "bad tenant!")])
+def test_check_refuses_what_the_evaluation_would_naming_the_file(
+        runner: CliRunner, tmp_path: Path, field: str, value: Any) -> None:
+    data = content_data()
+    case = data["cases"][1]
+    case["authorization"][field] = value
+    bad = write(tmp_path / "bad.json", data)
+    result = runner.invoke(app, ["evaluate", "check", str(bad)])
+
+    error = result.exception
+    assert isinstance(error, DatasetError), result.output
+    assert (error.case_id, error.field) == (case["id"], f"authorization.{field}")
+    assert str(error).startswith(f"{bad}: case '{case['id']}', field 'authorization.{field}'")
+
+
 def test_the_command_line_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     data = content_data()
     case = data["cases"][0]

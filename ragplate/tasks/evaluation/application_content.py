@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -134,19 +135,30 @@ def fixture_setup(engine: Engine, settings: Settings,
                         settings, FIXTURE_DRIVER, timed=False)
 
 
-def check_dataset(dataset: ApplicationContentDataset, source: str, settings: Settings) -> None:
+def check_dataset(dataset: ApplicationContentDataset, source: str, settings: Settings, *,
+                  where: str | Path | None = None) -> None:
     """The dataset targets ``source``, a declared entity, and asks only for the
     authorization application search enforces (a tenant): evaluation-only filters would
-    silently not apply, so a case carrying any is refused."""
+    silently not apply, so a case carrying any is refused. ``where``: the file, named
+    first in a refusal."""
     get_entity(source, settings)
     if dataset.source != source:
         raise DatasetError(f"--source {source}: the dataset's source is {dataset.source!r}",
                            field="source")
+    refuse_filters(dataset, where=where)
+
+
+def refuse_filters(dataset: ApplicationContentDataset, *,
+                   where: str | Path | None = None) -> None:
+    """Refuse a case carrying authorization filters: application search enforces the
+    tenant only, so they would silently not apply (``evaluate check`` says so too)."""
+    named = f"{where}: " if where is not None else ""
     for case in dataset.cases:
         if case.authorization.filters:
-            raise DatasetError(f"case '{case.id}', field 'authorization.filters': "
-                               f"{source} search enforces the tenant only; filters are not "
-                               "supported", case_id=case.id, field="authorization.filters")
+            raise DatasetError(f"{named}case '{case.id}', field 'authorization.filters': "
+                               f"{dataset.source} search enforces the tenant only; filters "
+                               "are not supported", case_id=case.id,
+                               field="authorization.filters")
 
 
 def prefixed(source: str, result: AppSearchResult) -> tuple[str, ...]:

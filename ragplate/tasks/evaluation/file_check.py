@@ -137,8 +137,11 @@ def _check_dataset(path: Path, kind: DatasetKind) -> Validation:
     if kind == "documentation":
         return expectations.validate_documentation_dataset(
             read_dataset(path, DocumentationDataset).data)
-    return expectations.validate_application_content_dataset(
-        read_dataset(path, ApplicationContentDataset).data)
+    from ragplate.tasks.evaluation.application_content import refuse_filters
+
+    dataset = read_dataset(path, ApplicationContentDataset).data
+    refuse_filters(dataset, where=path)  # what the evaluation would refuse, refused here first
+    return expectations.validate_application_content_dataset(dataset)
 
 
 def _check_report(data: dict[str, Any], kind: DatasetKind) -> Validation:

@@ -71,7 +71,8 @@ def load_content_dataset(runtime: Runtime, path: str,
     """Read the dataset with the shared caps; it must target ``source`` and ask only for
     what the search enforces."""
     loaded = read_dataset(path, ApplicationContentDataset)
-    application_content.check_dataset(loaded.data, source, runtime.settings)
+    application_content.check_dataset(loaded.data, source, runtime.settings,
+                                      where=loaded.path)
     return loaded
 
 
