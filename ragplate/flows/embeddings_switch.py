@@ -40,6 +40,7 @@ def embeddings_switch(
     action: Action = "start", profile: str | None = None, force_activate: bool = False
 ) -> dict[str, Any]:
     """Start, resume or abandon an embedding-model switch and run it to its end."""
+    steps.check_inputs(action, profile)
     runtime = Runtime(get_settings())
     run_lock = RunLock(runtime.engine)
     if not run_lock.acquire():

@@ -79,6 +79,29 @@ def store(db: sa.Engine, **fields: object) -> None:
     update_state(db, 5, change)
 
 
+def test_the_flow_refuses_bad_parameters_even_while_another_run_holds_the_lock(
+        db: sa.Engine) -> None:
+    """Runs started together: each is refused for what is wrong with it, not for the run
+    lock another of them holds."""
+    from ragplate.flows.embeddings_switch import embeddings_switch
+
+    with locks.RunLock(db) as run_lock:
+        assert run_lock.acquire()
+        for parameters, reason in (({}, "start needs a profile"),
+                                   ({"profile": "local:e5"}, "unknown embedding profile")):
+            with pytest.raises(SwitchRefusedError, match=reason):
+                embeddings_switch(**parameters)  # type: ignore[arg-type]
+        with pytest.raises(SwitchRefusedError, match="another process is executing"):
+            embeddings_switch(profile=sw.H48)
+
+
+def test_the_serving_model_with_a_stored_switch_names_the_stored_switch(
+        db: sa.Engine) -> None:
+    store(db, status="failed", phase="verify", target=sw.H48, previous=sw.H64,
+          failure="check", error="boom")
+    refused(db, "switch", sw.H64, "--yes", reason="a switch is already stored")
+
+
 def use_server(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
     monkeypatch.setenv("RAGPLATE_EMBEDDINGS_URL", url)
     get_settings.cache_clear()

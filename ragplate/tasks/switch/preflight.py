@@ -172,16 +172,14 @@ def start(runtime: Runtime, key: str, *, force_activate: bool = False,
     target = declared(key)
     serving = settings_store.active_profile_key(engine)
     if target.key == serving:
+        # A stored switch is the reason that matters: it is what the operator must act on.
+        _refuse_if_stored(read_state(engine))
         raise SwitchRefusedError(f"refused: '{key}' is already the serving model")
     with locks.start_lock(engine) as acquired:
         if not acquired:
             raise SwitchRefusedError("refused: another start holds the start lock")
         state = read_state(engine)
-        if state.status != "idle":
-            raise SwitchRefusedError(
-                f"refused: a switch is already stored ({state.summary()}); use "
-                "`ragplate embeddings switch --resume` or `--abandon`"
-            )
+        _refuse_if_stored(state)
         reason = (provider_refusal(target, runtime.settings)
                   or probe_refusal(target, runtime.settings)
                   or documentation_refusal(runtime, doc_indexes(runtime)))
@@ -203,6 +201,13 @@ def start(runtime: Runtime, key: str, *, force_activate: bool = False,
 
         stored, _ = update_state(engine, runtime.settings.state_lock_wait_seconds, store)
         return stored
+
+
+def _refuse_if_stored(state: SwitchState) -> None:
+    if state.status != "idle":
+        raise SwitchRefusedError(
+            f"refused: a switch is already stored ({state.summary()}); use "
+            "`ragplate embeddings switch --resume` or `--abandon`")
 
 
 def resume(runtime: Runtime, *, force_activate: bool = False, flow_run_id: str | None = None,

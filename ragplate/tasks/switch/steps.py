@@ -60,6 +60,16 @@ def embed_batch(runtime: Runtime, target: str, batch: TextBatch) -> int:
 
 
 @task(name="switch-begin", cache_policy=NO_CACHE)
+def check_inputs(action: Action, profile: str | None) -> None:
+    """Refuse what the run's parameters alone get wrong (a start without a profile, an
+    unknown profile) before the run lock is taken: runs started together would otherwise
+    be refused for the lock another of them holds, not for what is wrong with them."""
+    if action == "start" and not profile:
+        raise SwitchRefusedError("refused: start needs a profile")
+    if profile:
+        preflight.declared(profile)
+
+
 def begin(runtime: Runtime, action: Action, profile: str | None, force_activate: bool,
           flow_run_id: str | None) -> SwitchState:
     """Store the start, the resume or the abandon (every refusal changes nothing)."""
