@@ -147,6 +147,14 @@ def status_data(runtime: Runtime) -> dict[str, Any]:
     }
 
 
+def texts_line(embedded: int, missing: int, total: int) -> str:
+    """The status's texts: out of those the switch still had to embed when its embeddings
+    began (a resumed switch embeds only what its first run left), and of all of them."""
+    if missing and missing != total:
+        return f"embedded {embedded} of the {missing} missing ({total} in all)"
+    return f"embedded {embedded} of {total}"
+
+
 def _last_lines(last: dict[str, Any]) -> list[tuple[str, str]]:
     """The status lines of the last switch that ended: what changed, and the gate."""
     if last.get("abandon"):
@@ -190,7 +198,8 @@ def status_command(
                   ("previous", data["previous"]), ("state", state),
                   ("chunks", f"written {chunks['written']}, pending {chunks['pending']}, "
                              f"round {chunks['round']}"),
-                  ("texts", f"embedded {data['texts_embedded']} of {data['texts_total']}")]
+                  ("texts", texts_line(data["texts_embedded"], data["texts_missing"],
+                                       data["texts_total"]))]
     if data["prune_pending"]:
         lines.append(("prune", "pending: run `ragplate embeddings prune`"))
     if data["last"]:

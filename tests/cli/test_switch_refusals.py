@@ -284,3 +284,11 @@ def test_the_flow_refuses_the_same_way(db: sa.Engine) -> None:
         with pytest.raises(SwitchRefusedError, match=reason):
             embeddings_switch(**parameters)  # type: ignore[arg-type]
         assert sw.snapshot(db) == before
+
+
+def test_the_texts_line_counts_what_a_resumed_switch_still_embeds() -> None:
+    from ragplate.cli.switch import texts_line
+
+    assert texts_line(0, 250, 400) == "embedded 0 of the 250 missing (400 in all)"
+    assert texts_line(120, 400, 400) == "embedded 120 of 400"
+    assert texts_line(0, 0, 400) == "embedded 0 of 400"  # embeddings not begun yet
