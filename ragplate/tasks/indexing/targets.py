@@ -28,6 +28,12 @@ def explicit_root(path: str | None, prefix: str | None) -> dict[str, Path] | Non
     if not root.is_dir():
         raise InvalidInputError(f"--path {path}: not a directory")
     label_prefix = root.resolve().name if prefix is None else prefix.strip("/")
+    segments = label_prefix.split("/")
+    if label_prefix and (any(s in ("", ".", "..") for s in segments) or "\\" in label_prefix
+                         or not label_prefix.isprintable()):
+        # A label reads as a path: "../x/bom.md" would name a place outside every root.
+        raise InvalidInputError(f"--prefix {prefix!r}: a label prefix is names joined by "
+                                "'/', without '.' or '..' segments")
     return {label_prefix: root}
 
 
