@@ -10,6 +10,7 @@ bytes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
@@ -22,10 +23,18 @@ th{background:#f2f2f2}h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem}
 .ctx td{text-align:left}svg text{font-size:12px;font-family:system-ui,sans-serif}"""
 
 
+def json_text(value: Any) -> str:
+    """A plain value as the JSON report writes it (``null``, ``true``), not as Python
+    would (``None``, ``True``): the page shows the report's own words."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return str(value)
+
+
 def number_cell(value: Any) -> str:
     """A table cell: numbers as their ``repr`` (every digit kept), the rest as text."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return escape(str(value))
+        return escape(json_text(value))
     return escape(repr(value))
 
 
@@ -39,11 +48,11 @@ def context_rows(report: Mapping[str, Any]) -> list[tuple[str, str]]:
         if isinstance(value, Mapping):
             for name, inner in value.items():
                 if isinstance(inner, list) and all(_plain(v) for v in inner):
-                    rows.append((f"{key}.{name}", ", ".join(str(v) for v in inner)))
+                    rows.append((f"{key}.{name}", ", ".join(json_text(v) for v in inner)))
                 elif not isinstance(inner, Mapping | list):
-                    rows.append((f"{key}.{name}", str(inner)))
+                    rows.append((f"{key}.{name}", json_text(inner)))
         elif not isinstance(value, list):
-            rows.append((key, "null" if value is None else str(value)))
+            rows.append((key, json_text(value)))
     return rows
 
 

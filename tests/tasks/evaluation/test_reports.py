@@ -281,3 +281,12 @@ def test_context_rows_join_lists_of_plain_values_and_skip_nested_ones() -> None:
         ("embedding.profile", "local:x"), ("embedding.vector_recipes", "a=0.0, a=1.0"),
         ("embedding.empty", ""),
     ]
+
+
+def test_the_page_shows_the_reports_json_words_not_pythons() -> None:
+    report = {**REPORT, "retrieval": {"min_similarity": None, "hybrid": True,
+                                      "rejected": [None, False]}}
+    rows = dict(context_rows(report))
+    assert rows["retrieval.min_similarity"] == "null"
+    assert rows["retrieval.hybrid"] == "true"
+    assert rows["retrieval.rejected"] == "null, false"
