@@ -120,8 +120,9 @@ def strategies(source: Source = "cms.contents", *, dataset: Dataset, output: Out
                           *(str(values[k]) for k in keys))
         console.print(table)
         reranker = report["reranker"]
+        model = f", model {reranker['model']}" if reranker.get("model") else ""
         console.print(f"reranker: {reranker['status']} ({reranker['ran']} of "
-                      f"{reranker['requested']}), model {reranker['model']}", highlight=False)
+                      f"{reranker['requested']}){model}", highlight=False)
         console.print(f"Report: {output} (HTML: {output.with_suffix('.html')})",
                       highlight=False)
     warn_idle_reranker(report["reranker"])
