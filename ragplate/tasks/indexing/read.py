@@ -133,6 +133,11 @@ def source_paths(root: Path) -> list[Path]:
                 (linked if link else pending).append(path)
             elif entry.is_file() and fnmatch.fnmatchcase(entry.name, "*.md"):
                 found.append(path)
+            elif entry.is_file() and entry.name.lower().endswith(".md"):
+                # Labels keep the file's name, so only ".md" is read; a "GUIDE.MD" left out
+                # without a word would look indexed to whoever wrote it.
+                log.warning("%s: not indexed: only files ending in .md (lower case) are; "
+                            "rename it to index it", path)
     return sorted(found)
 
 

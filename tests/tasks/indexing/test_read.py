@@ -18,6 +18,7 @@ from ragplate.tasks.indexing.read import (
     read_root,
     read_sources,
     source_label,
+    source_paths,
     user_corpus,
 )
 from tests.testing.corpus import write_corpus
@@ -230,3 +231,16 @@ def test_a_file_name_that_is_not_utf8_is_refused_by_its_bytes(tmp_path: Path) ->
 
     assert str(error.value) == "sm/caf\\xe9.md: file name is not valid UTF-8; rename the file"
     assert error.value.exit_code == 2
+
+
+def test_a_markdown_file_named_in_upper_case_is_named_in_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "guide.md").write_text("# Guide\n", encoding="utf-8")
+    (tmp_path / "NOTES.MD").write_text("# Notes\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("not markdown\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="ragplate.tasks.indexing.read"):
+        found = source_paths(tmp_path.resolve())
+    assert [p.name for p in found] == ["guide.md"]
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "NOTES.MD: not indexed: only files ending in .md (lower case) are" in warning
