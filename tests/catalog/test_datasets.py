@@ -103,7 +103,7 @@ def test_a_wrong_field_is_refused_naming_case_and_field(
     with pytest.raises(DatasetError) as info:
         read_dataset(path, DocumentationDataset)
     message = str(info.value)
-    named = "case '#1'" if "id" in change else "case 'c-bad'"
+    named = "case '#2'" if "id" in change else "case 'c-bad'"  # the second, from 1
     assert f"{named}, field '{field}'" in message
     assert reason in message
     assert info.value.field == field

@@ -126,7 +126,7 @@ def _case_name(data: dict[str, Any], position: int) -> str:
     # A bad id is named by position: it is not known to be a harmless slug.
     if isinstance(case_id, str) and re.fullmatch(CASE_ID_PATTERN, case_id):
         return case_id
-    return f"#{position}"
+    return f"#{position + 1}"  # counted from 1, as a person counts the cases
 
 
 def _explain(path: Path, data: dict[str, Any], error: ValidationError) -> DatasetError:
