@@ -156,8 +156,8 @@ def test_a_dataset_of_no_known_kind_is_refused(runner: CliRunner, tmp_path: Path
 
 @pytest.mark.parametrize(("content", "message"), [
     (None, "cannot be read (No such file or directory)"),
-    (b"{", "not valid JSON (Expecting property name"),
-    (b'{"cases": [], "cases": []}', "not valid JSON (key 'cases' appears twice"),
+    (b"{", "not JSON (line 1, column 2: Expecting property name"),
+    (b'{"cases": [], "cases": []}', "not JSON (key 'cases' appears twice"),
     (b"\xff{}", "not UTF-8"),
 ])
 def test_an_unreadable_file_says_why(runner: CliRunner, tmp_path: Path,

@@ -21,6 +21,7 @@ suite; a report is checked against the suite of its kind.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -117,8 +118,11 @@ def check_file(path: Path, kind: DatasetKind | None = None) -> FileCheck:
         raise InvalidInputError(f"{path}: not UTF-8 ({exc})") from exc
     try:
         data: Any = strict_json(text)
+    except json.JSONDecodeError as exc:  # worded as the datasets' reader words it
+        raise InvalidInputError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: "
+                                f"{exc.msg})") from exc
     except ValueError as exc:
-        raise InvalidInputError(f"{path}: not valid JSON ({exc})") from exc
+        raise InvalidInputError(f"{path}: not JSON ({exc})") from exc
     is_dataset = isinstance(data, dict) and "cases" in data
     is_report = isinstance(data, dict) and ("metrics" in data or "candidates" in data)
     if not (is_dataset or is_report):
