@@ -247,3 +247,12 @@ def test_json_output_of_a_failed_check_keeps_the_exit_code(runner: CliRunner,
     out = json.loads(refused.stdout)
     assert out["passed"] is False and out["suite"] is None and out["failures"] == []
     assert "field 'query'" in out["error"] and str(malformed) in out["error"]
+
+
+def test_an_assistant_dataset_is_told_where_it_is_checked(runner: CliRunner) -> None:
+    path = DATASETS / "assistant-fixture.json"
+    result = runner.invoke(app, ["evaluate", "check", str(path)])
+
+    assert result.exit_code != 0
+    assert str(result.exception).startswith(f"{path}: an assistant dataset")
+    assert "ragplate evaluate assistant --dataset" in str(result.exception)

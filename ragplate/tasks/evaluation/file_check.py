@@ -75,6 +75,14 @@ def file_kind(path: Path, data: dict[str, Any]) -> DatasetKind:
     kinds = [kind for kind, marks in found.items() if marks]
     if len(kinds) == 1:
         return kinds[0]
+    cases = data.get("cases")
+    if (what == "dataset" and isinstance(cases, list) and cases
+            and isinstance(cases[0], dict) and "expected_surface" in cases[0]):
+        # Neither --kind fits it: say what does, rather than offer two wrong choices.
+        raise InvalidInputError(f"{path}: an assistant dataset (expected_surface); evaluate "
+                                "check reads documentation and application-content files, "
+                                "and ragplate evaluate assistant --dataset checks this one "
+                                "as it reads it")
     if kinds:
         seen = "; ".join(f"{_SPOKEN[kind]}: {', '.join(found[kind])}" for kind in kinds)
         problem = f"carries the marks of both kinds ({seen})"
