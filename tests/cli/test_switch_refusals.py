@@ -292,3 +292,15 @@ def test_the_texts_line_counts_what_a_resumed_switch_still_embeds() -> None:
     assert texts_line(0, 250, 400) == "embedded 0 of the 250 missing (400 in all)"
     assert texts_line(120, 400, 400) == "embedded 120 of 400"
     assert texts_line(0, 0, 400) == "embedded 0 of 400"  # embeddings not begun yet
+
+
+def test_the_flows_steps_are_tasks_of_their_own_names() -> None:
+    """Each step shows in the Prefect UI as a task run named after it."""
+    from prefect.tasks import Task
+
+    from ragplate.tasks.switch import steps
+
+    named = {"check_inputs": "switch-check-inputs", "begin": "switch-begin"}
+    for attribute, name in named.items():
+        step = getattr(steps, attribute)
+        assert isinstance(step, Task) and step.name == name, attribute

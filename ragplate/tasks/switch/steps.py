@@ -59,7 +59,7 @@ def embed_batch(runtime: Runtime, target: str, batch: TextBatch) -> int:
     return embeddings.embed_batch(runtime, target, batch)
 
 
-@task(name="switch-begin", cache_policy=NO_CACHE)
+@task(name="switch-check-inputs", cache_policy=NO_CACHE)
 def check_inputs(action: Action, profile: str | None) -> None:
     """Refuse what the run's parameters alone get wrong (a start without a profile, an
     unknown profile) before the run lock is taken: runs started together would otherwise
@@ -70,6 +70,7 @@ def check_inputs(action: Action, profile: str | None) -> None:
         preflight.declared(profile)
 
 
+@task(name="switch-begin", cache_policy=NO_CACHE)
 def begin(runtime: Runtime, action: Action, profile: str | None, force_activate: bool,
           flow_run_id: str | None) -> SwitchState:
     """Store the start, the resume or the abandon (every refusal changes nothing)."""
