@@ -213,33 +213,30 @@ KILLED_REASON = ("the worker was stopped and killed the process running this flo
                  "before it finished: run it again (a switch resumes where it stopped)")
 
 
-def crash_runs_of_killed_processes(api_url: str, pids: set[int]) -> list[str]:
-    """Mark ``CRASHED`` each ``PENDING`` or ``RUNNING`` flow run whose process (Prefect's
-    ``infrastructure_pid`` of a process worker) is one of ``pids``, which the caller, a
-    worker's supervisor, has just killed; returns their ids. Plain HTTP, best effort: the
-    supervisor does not import ``prefect``, and a failure only leaves the runs to the next
-    run of their flow."""
-    if not pids:
-        return []
+def crash_killed_runs(api_url: str, run_ids: set[str]) -> list[str]:
+    """Mark ``CRASHED`` each of ``run_ids`` still ``PENDING`` or ``RUNNING``: the flow runs
+    whose processes a worker's supervisor has just killed (it read each run's id from its
+    process's ``PREFECT__FLOW_RUN_ID``, so no run of another machine or container is
+    touched); returns the ids marked. Plain HTTP, best effort: the supervisor does not
+    import ``prefect``, and a failure only leaves the runs to the next run of their flow."""
     key = os.environ.get("PREFECT_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    body = {"flow_runs": {"state": {"type": {"any_": ["PENDING", "RUNNING"]}}},
-            "sort": "START_TIME_DESC", "limit": 200}
-    killed = {str(pid) for pid in pids}
     crashed: list[str] = []
     try:
         # trust_env only for an external server: a proxy must not intercept loopback calls.
         with httpx.Client(base_url=api_url.rstrip("/"), headers=headers, timeout=10,
                           trust_env=not api_url.startswith("http://127.0.0.1:")) as http:
-            runs = http.post("/flow_runs/filter", json=body)
-            runs.raise_for_status()
-            for run in runs.json():
-                if run.get("infrastructure_pid") not in killed:
+            for run_id in sorted(run_ids):
+                run = http.get(f"/flow_runs/{run_id}")
+                if run.status_code != 200:
                     continue
-                http.post(f"/flow_runs/{run['id']}/set_state", json={
+                state = (run.json().get("state") or {}).get("type")
+                if state not in ("PENDING", "RUNNING"):
+                    continue  # it ended before the kill, or someone already marked it
+                http.post(f"/flow_runs/{run_id}/set_state", json={
                     "state": {"type": "CRASHED", "name": "Crashed", "message": KILLED_REASON},
                     "force": True}).raise_for_status()
-                crashed.append(str(run["id"]))
+                crashed.append(run_id)
     except (httpx.HTTPError, ValueError) as exc:
         log.warning("could not mark the killed flow runs crashed (%s)", type(exc).__name__)
     return crashed

@@ -283,7 +283,7 @@ def run_worker(command: list[str], env: dict[str, str], root: Path, *,
                                preexec_fn=_die_with_parent(os.getpid()))
     stopping: list[float] = []
     seen: dict[int, psutil.Process] = {}
-    killed: set[int] = set()
+    killed_runs: set[str] = set()  # the flow runs of the processes killed
 
     def note() -> None:
         for parent in (process.pid, os.getpid()):
@@ -296,7 +296,11 @@ def run_worker(command: list[str], env: dict[str, str], root: Path, *,
         for child in seen.values():
             with contextlib.suppress(psutil.Error):
                 if child.is_running() and child.status() != psutil.STATUS_ZOMBIE:
-                    killed.add(child.pid)
+                    # Prefect names a flow run's process by this variable: the run itself,
+                    # not a pid another machine or container may also use.
+                    run_id = child.environ().get("PREFECT__FLOW_RUN_ID")
+                    if run_id:
+                        killed_runs.add(run_id)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
         for child in seen.values():
@@ -348,7 +352,8 @@ def run_worker(command: list[str], env: dict[str, str], root: Path, *,
         # A flow run whose process was killed would show RUNNING until the next run of its
         # flow: the UI is told now.
         api_url = env.get("PREFECT_API_URL")
-        crashed = flow_runs.crash_runs_of_killed_processes(api_url, killed) if api_url else []
+        crashed = (flow_runs.crash_killed_runs(api_url, killed_runs)
+                   if api_url and killed_runs else [])
         if crashed:
             say(f"Marked {len(crashed)} killed flow run(s) crashed: {', '.join(crashed)}")
 
@@ -359,12 +364,17 @@ def _die_with_parent(parent: int) -> Callable[[], None] | None:
     Prefect worker left behind would go on taking flow runs with a stale environment."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+
+    # Looked up here, in the parent: between fork and exec the child only calls it (a
+    # dlopen there could wait forever on a lock another thread held at the fork).
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
 
     def arm() -> None:
-        import ctypes
-
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+        prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
         if os.getppid() != parent:  # the parent died before the request was made
             os._exit(1)
 

@@ -104,23 +104,40 @@ def test_only_the_runs_whose_process_is_gone_are_marked_crashed(prefect_api_url:
 
 
 def test_a_worker_stop_marks_the_runs_of_the_processes_it_killed_crashed(
-        prefect_api_url: str) -> None:
+        prefect_api_url: str, tmp_path: Path) -> None:
+    """The supervisor reads each killed process's ``PREFECT__FLOW_RUN_ID``: that run, and
+    only that run, is marked CRASHED."""
+    import sys
+    import time
+
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.objects import StateType
-    from prefect.states import Cancelled, Running
+    from prefect.states import Cancelled, Completed, Running
 
     from ragplate.flows.tune_floor import tune_floor
-    from ragplate.infra.flow_runs import KILLED_REASON, crash_runs_of_killed_processes
+    from ragplate.infra.flow_runs import KILLED_REASON
+    from tests.infra.test_worker_stop import SUPERVISOR, WORKER, _gone
 
     with get_client(sync_client=True) as client:
         killed = client.create_flow_run(tune_floor, parameters={}, state=Running())
         other = client.create_flow_run(tune_floor, parameters={}, state=Running())
-        client.update_flow_run(killed.id, infrastructure_pid="4194301")
-        client.update_flow_run(other.id, infrastructure_pid="4194302")
+    pid_file = tmp_path / "run.pid"
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", SUPERVISOR, WORKER, str(pid_file), "lingers"], cwd=tmp_path,
+        env={**os.environ, "PREFECT_API_URL": prefect_api_url,
+             "PREFECT__FLOW_RUN_ID": str(killed.id)},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text()):
+        assert time.monotonic() < deadline, "the stand-in worker did not start"
+        time.sleep(0.05)
+    flow_run = int(pid_file.read_text())
 
-    crashed = crash_runs_of_killed_processes(prefect_api_url, {4194301, 4194303})
+    supervisor.send_signal(signal.SIGTERM)  # it lingers: killed after its 2 s
+    output, _ = supervisor.communicate(timeout=30)
 
-    assert crashed == [str(killed.id)]
+    assert _gone(flow_run)
+    assert f"Marked 1 killed flow run(s) crashed: {killed.id}" in output
     with get_client(sync_client=True) as client:
         state = client.read_flow_run(killed.id).state
         assert state is not None and state.type == StateType.CRASHED
@@ -128,5 +145,10 @@ def test_a_worker_stop_marks_the_runs_of_the_processes_it_killed_crashed(
         still = client.read_flow_run(other.id).state
         assert still is not None and still.type == StateType.RUNNING
         client.set_flow_run_state(other.id, Cancelled(), force=True)
+        # A run that ended before the kill keeps its state.
+        done = client.create_flow_run(tune_floor, parameters={}, state=Completed())
+    from ragplate.infra.flow_runs import crash_killed_runs
+
+    assert crash_killed_runs(prefect_api_url, {str(done.id)}) == []
     # No server: nothing marked, nothing raised (the supervisor is stopping anyway).
-    assert crash_runs_of_killed_processes("http://127.0.0.1:9/api", {4194301}) == []
+    assert crash_killed_runs("http://127.0.0.1:9/api", {str(killed.id)}) == []
