@@ -141,6 +141,14 @@ def test_a_query_parameter_or_a_body_these_routes_would_ignore_is_a_422(
     assert client.get(f"{BASE}/{write['id']}", headers=owner).json()["status"] == "proposed"
     decided = client.post(f"{BASE}/{write['id']}/reject", headers=owner)
     assert decided.status_code == 200 and decided.json()["status"] == "rejected"
+    # An empty body, however it is framed, is no body.
+    second = propose(client, double, owner, {"id": new_ticket(client, owner),
+                                             "fields": {"status": "closed"}})
+    empty = client.get(f"{BASE}/{second['id']}", headers={**owner, "Content-Length": "0"})
+    assert empty.status_code == 200, empty.text
+    chunked = client.post(f"{BASE}/{second['id']}/confirm", headers=owner,
+                          content=iter([b""]))  # Transfer-Encoding: chunked, no bytes
+    assert chunked.status_code == 200 and chunked.json()["status"] == "applied", chunked.text
 
 
 def test_a_members_confirmed_write_waits_for_approval(
