@@ -35,10 +35,12 @@ SECRET_RULES: tuple[Rule, ...] = (
 
 END_USER_RULES: tuple[Rule, ...] = (
     # Anywhere in the text, not only at a line's start: "Set DB_PASSWORD=x in the file", an
-    # inline `export A_B=c`, a list item or a quote hand over the same setting. "==" is a
-    # comparison, and a name must follow no word character (so "MY_A_B" is read whole).
+    # inline `export A_B=c`, `process.env.A_B=c`, `$A_B=c`, `A_B := c`, a list item or a
+    # quote hand over the same setting. "==", "=>" and "=~" compare or map; a name read
+    # whole follows no word character, and one in a URL's query (?A_B=c, &A_B=c) is no
+    # setting.
     Rule("output-env-assignment", "output_code",
-         r"(?<![\w$.-])(export\s+)?[A-Z][A-Z0-9]*_[A-Z0-9_]+\s*=\s*[^\s=]",
+         r"(?<![\w?&/-])(export\s+)?[A-Z][A-Z0-9]*_[A-Z0-9_]+\s*:?=\s*(?![=>~])\S",
          "Set it with:\nDB_PASSWORD=secret",
          "Ask your administrator to change the mail settings."),
     Rule("output-php", "output_code",

@@ -108,7 +108,9 @@ def test_a_key_hidden_by_invisible_or_fullwidth_characters_is_a_key(text: str) -
     "1. export MAIL_PASSWORD=x",
     "> APP_SECRET=abc",
     "Imposta DB_PASSWORD = segreto nel file.",
-    "Put \"MAIL_HOST=smtp.example.com\" in the settings file."])
+    "Put \"MAIL_HOST=smtp.example.com\" in the settings file.",
+    "In the code, process.env.DB_PASSWORD=hunter2 does it.", "Write $DB_PASSWORD=x first.",
+    "DB_PASSWORD := x"])
 def test_an_environment_assignment_anywhere_in_an_end_user_answer_is_refused(text: str) -> None:
     assert check_output(text, end_user=True, max_chars=4000).rule == "output-env-assignment"
 
@@ -116,6 +118,7 @@ def test_an_environment_assignment_anywhere_in_an_end_user_answer_is_refused(tex
 @pytest.mark.parametrize("text", [
     "The setting MAIL_HOST names the mail server.",
     "When STATUS_CODE == 200 the request succeeded.",
-    "Open Settings, then Mail, and change the host."])
+    "Open Settings, then Mail, and change the host.", "ENTRY_DATE => 2024 maps the date.",
+    "Open https://example.com/report?UTM_SOURCE=mail&UTM_MEDIUM=link for the report."])
 def test_a_setting_named_without_a_value_is_not_an_assignment(text: str) -> None:
     assert check_output(text, end_user=True, max_chars=4000).allowed
