@@ -174,15 +174,23 @@ def run(*, corpus: Path, datasets: Sequence[Path], output: Path,
     stored_at = cache_path()
     stored_at.parent.mkdir(parents=True, exist_ok=True)
     if stored_at.exists():
-        with np.load(stored_at) as stored:
-            cache.update({key: stored[key] for key in stored.files})
+        try:
+            with np.load(stored_at) as stored:
+                cache.update({key: stored[key] for key in stored.files})
+        except (OSError, ValueError) as exc:  # a cache is only ever a shortcut
+            console.print(f"{stored_at}: unreadable ({type(exc).__name__}); embedding again",
+                          highlight=False)
+            cache.clear()
 
     def embed(texts: list[str]) -> np.ndarray:
         todo = [t for t in dict.fromkeys(texts) if _key(t) not in cache]
         if todo:
             for text, vector in zip(todo, embedder.embed_passages(todo), strict=True):
                 cache[_key(text)] = vector
-            np.savez(stored_at, **cache)  # type: ignore[arg-type]  # keys are array names
+            # Whole or not at all: an interrupted save must not leave a broken cache.
+            partial = stored_at.with_name(f".{stored_at.name}.{os.getpid()}.npz")
+            np.savez(partial, **cache)  # type: ignore[arg-type]  # keys are array names
+            os.replace(partial, stored_at)
         return np.stack([cache[_key(t)] for t in texts])
 
     results: dict[str, dict[str, Any]] = {}

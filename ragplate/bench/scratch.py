@@ -44,19 +44,22 @@ def scratch_home(prefix: str) -> Iterator[tuple[Path, Settings]]:
     settings = get_settings()
     # SIGTERM (timeout, a cancelled CI job) ends the block like Ctrl-C does, through the
     # cleanup below: otherwise the scratch PostgreSQL and directory outlive the run.
-    previous = (signal.signal(signal.SIGTERM, _exit_on_sigterm)
-                if threading.current_thread() is threading.main_thread() else None)
+    installed = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm) if installed else None
     try:
         yield scratch, settings
     finally:
+        if installed:  # a second SIGTERM must not cut the cleanup short
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         dispose_all()
         prefect_server.stop(settings)
         postgres.stop(settings.home)
         restore_environment(saved)
         get_settings.cache_clear()
         shutil.rmtree(scratch, ignore_errors=True)
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        if installed:
+            # None: the handler was not set from Python; the default is the closest.
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _exit_on_sigterm(signum: int, _frame: object) -> None:

@@ -725,9 +725,11 @@ function wire() {
     const box = $("composer-text");
     const text = box.value.trim();
     if (!text || state.stream) return;
-    if (text.length > state.maxChars) {
+    // Characters as the server counts them (code points, not UTF-16 units).
+    const length = Array.from(text).length;
+    if (length > state.maxChars) {
       // Said before sending: the assistant would store the question and refuse it.
-      showError(t("error.too_long", { limit: state.maxChars, length: text.length }));
+      showError(t("error.too_long", { limit: state.maxChars, length }));
       box.focus();
       return;
     }
