@@ -87,8 +87,9 @@ def index_docs(
     # run leaves them to the up-to-date check, as an installed package has no docs/.)
     for label, root in settings.docs_roots.items() if path is None else ():
         if not Path(root).is_dir():
-            raise ConfigurationError(f"RAGPLATE_DOCS_ROOTS {label!r}: {root} is not a "
-                                     "directory")
+            named = ("RAGPLATE_DOCS_ROOTS" if "docs_roots" in settings.model_fields_set
+                     else "the default documentation root (set RAGPLATE_DOCS_ROOTS)")
+            raise ConfigurationError(f"{named} {label!r}: {root} is not a directory")
     runtime = Runtime(settings)
     runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
     rows = up_to_date_rows(runtime, profile=profile.value, path=path, prefix=prefix,

@@ -163,6 +163,9 @@ def declaration_problem(entry: object) -> str | None:
         shape = ('{"namespace": NAME, "key": NAME}' if kind == "preference"
                  else '{"resource": "module/entity", "view": NAME}')
         return f"a {kind}'s target is {shape} (names of letters, digits, _ . -)"
+    description = entry.get("description")
+    if description is not None and not isinstance(description, str):
+        return "description is text"
     schema = entry["schema"]
     # Too large or too deep is a bound (the entry is dropped), and is not read further.
     if fits(schema, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH) and not is_proposable_schema(schema):

@@ -146,6 +146,7 @@ def test_an_entry_breaking_its_bounds_is_dropped(bad: Any) -> None:
     (entry(schema={"type": "string", "pattern": "^a$"}), "supported JSON Schema subset"),
     (entry(schema="string"), "supported JSON Schema subset"),
     ("not an entry", "an entry is an object"),
+    (entry(description=42), "description is text"),
 ])
 def test_an_entry_of_a_wrong_shape_is_named_for_the_client(bad: Any, said: str) -> None:
     problem = declaration_problem(bad)
