@@ -100,6 +100,9 @@ def declared_deployments(root: Path) -> list[Declared]:
             problems.append(f"{name}: no entrypoint 'path/to/file.py:flow'")
         elif not (root / script).is_file():
             problems.append(f"{name}: entrypoint file {script} does not exist")
+        elif not _defines(root / script, str(entrypoint).partition(":")[2]):
+            problems.append(f"{name}: entrypoint file {script} defines no "
+                            f"{str(entrypoint).partition(':')[2]!r}")
         if not isinstance(pool, dict) or not pool.get("name"):
             problems.append(f"{name}: no work_pool.name")
             continue
@@ -108,6 +111,19 @@ def declared_deployments(root: Path) -> list[Declared]:
     if problems:
         raise ConfigurationError(f"{path}: " + "; ".join(problems) + "; nothing was registered")
     return found
+
+
+def _defines(script: Path, function: str) -> bool:
+    """Whether ``script`` defines ``function`` at its top level, read without running it
+    (Prefect would import it, then fail with its own error and exit 1)."""
+    import ast
+
+    try:
+        tree = ast.parse(script.read_text(encoding="utf-8"), filename=str(script))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    return any(isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+               and node.name == function for node in tree.body)
 
 
 def prefect_environment(settings: Settings, api_url: str, root: Path,

@@ -83,8 +83,11 @@ def test_a_missing_entrypoint_is_refused_before_any_service_starts(tmp_path: Pat
         "    entrypoint: ragplate/flows/index_docs.py:index_rag_docs\n"
         "    work_pool: {name: ragplate}\n"
         "  - name: no-pool\n"
-        "    entrypoint: flows.py:f\n")
-    (checkout / "flows.py").write_text("")
+        "    entrypoint: flows.py:f\n"
+        "  - name: no-function\n"
+        "    entrypoint: flows.py:nope\n"
+        "    work_pool: {name: ragplate}\n")
+    (checkout / "flows.py").write_text("import prefect\n\n\ndef f():\n    pass\n")
     home = tmp_path / "home"
 
     result = ragplate(home, "deploy", RAGPLATE_CHECKOUT=str(checkout))
@@ -93,6 +96,8 @@ def test_a_missing_entrypoint_is_refused_before_any_service_starts(tmp_path: Pat
     error = " ".join(result.stderr.split())
     assert "nightly-reindex: entrypoint file ragplate/flows/index_docs.py does not exist" in error
     assert "no-pool: no work_pool.name" in error
+    # A function the file does not define is found here, not by Prefect after it started.
+    assert "no-function: entrypoint file flows.py defines no 'nope'" in error
     assert "nothing was registered" in error
     assert not (home / "pgdata").exists() and not (home / "run").exists()
 
