@@ -398,17 +398,27 @@ def test_a_stream_cut_short_shows_the_answer_once_the_server_has_stored_it(
     expect(page.locator("#messages .message")).to_have_count(2)
 
 
+def refuse_the_stream(page: Page, status: int, body: dict[str, Any]) -> None:
+    """The assistant's stream answers every question with this JSON error."""
+    page.route("**/app/ai/agent", lambda route: route.fulfill(
+        status=status, content_type="application/json", body=json.dumps(body)))
+
+
+def send(page: Page, question: str) -> None:
+    """Type ``question`` in the composer and send it with Enter."""
+    page.locator("#composer-text").fill(question)
+    page.locator("#composer-text").press("Enter")
+
+
 def test_a_message_refused_before_the_stream_goes_back_to_the_composer(
     server: AppServer, engine: sa.Engine, page: Page
 ) -> None:
-    page.route("**/app/ai/agent", lambda route: route.fulfill(
-        status=422, content_type="application/json", body=json.dumps({
-            "error": "ValidationError",
-            "detail": [{"loc": ["body", "text"], "msg": "String should have at most 100000 "
-                        "characters", "type": "string_too_long"}]})))
+    refuse_the_stream(page, 422, {
+        "error": "ValidationError",
+        "detail": [{"loc": ["body", "text"], "msg": "String should have at most 100000 "
+                    "characters", "type": "string_too_long"}]})
     sign_in(page, server, token(engine))
-    page.locator("#composer-text").fill(QUESTION)
-    page.locator("#composer-text").press("Enter")
+    send(page, QUESTION)
 
     expect(page.locator("#chat-error")).to_have_text(
         "The message was not accepted: text: String should have at most 100000 characters")
@@ -424,8 +434,7 @@ def test_a_question_over_the_assistants_limit_is_told_before_it_is_sent(
             if request.method == "POST" else None)
     sign_in(page, server, token(engine))
     long_question = "why " * 1200  # 4800 characters; the default limit is 4000
-    page.locator("#composer-text").fill(long_question)
-    page.locator("#composer-text").press("Enter")
+    send(page, long_question)
 
     expect(page.locator("#chat-error")).to_have_text(
         "Your question is 4799 characters long; the assistant reads at most 4000. "
@@ -438,14 +447,12 @@ def test_a_question_over_the_assistants_limit_is_told_before_it_is_sent(
 def test_a_second_question_while_two_answers_are_prepared_is_told_in_italian(
     server: AppServer, engine: sa.Engine, page: Page
 ) -> None:
-    page.route("**/app/ai/agent", lambda route: route.fulfill(
-        status=429, content_type="application/json", body=json.dumps({
-            "error": "TooManyRequests",
-            "detail": "2 of your answers are still being prepared; send the next message "
-                      "when one has arrived"})))
+    refuse_the_stream(page, 429, {
+        "error": "TooManyRequests",
+        "detail": "2 of your answers are still being prepared; send the next message when "
+                  "one has arrived"})
     sign_in(page, server, token(engine, locale="it"))
-    page.locator("#composer-text").fill(QUESTION)
-    page.locator("#composer-text").press("Enter")
+    send(page, QUESTION)
 
     expect(page.locator("#chat-error")).to_have_text(
         "La domanda precedente ha ancora una risposta in preparazione. Invia questa quando "
