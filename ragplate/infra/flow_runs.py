@@ -191,18 +191,23 @@ def crash_orphans_if_server_up(settings: Settings, flow_name: str) -> list[str]:
         return []
 
 
+def _api_client(api_url: str, timeout: float) -> httpx.Client:
+    """A plain HTTP client of the Prefect API at ``api_url`` (``prefect`` not imported)."""
+    key = os.environ.get("PREFECT_API_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    # trust_env only for an external server: a proxy must not intercept loopback calls.
+    return httpx.Client(base_url=api_url.rstrip("/"), headers=headers, timeout=timeout,
+                        trust_env=not api_url.startswith("http://127.0.0.1:"))
+
+
 def running_count(api_url: str, flow_name: str) -> int | None:
     """How many flow runs of ``flow_name`` the API at ``api_url`` holds ``RUNNING``, asked
     in one request without importing ``prefect``; ``None`` when it cannot tell."""
     body = {"flows": {"name": {"any_": [flow_name]}},
             "flow_runs": {"state": {"type": {"any_": ["RUNNING"]}}}}
-    key = os.environ.get("PREFECT_API_KEY")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    local = api_url.startswith("http://127.0.0.1:")
     try:
-        # trust_env only for an external server: a proxy must not intercept loopback calls.
-        response = httpx.post(f"{api_url.rstrip('/')}/flow_runs/count", json=body,
-                              headers=headers, timeout=5.0, trust_env=not local)
+        with _api_client(api_url, 5.0) as http:
+            response = http.post("/flow_runs/count", json=body)
         count = response.json() if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError):
         return None
@@ -219,13 +224,9 @@ def crash_killed_runs(api_url: str, run_ids: set[str]) -> list[str]:
     process's ``PREFECT__FLOW_RUN_ID``, so no run of another machine or container is
     touched); returns the ids marked. Plain HTTP, best effort: the supervisor does not
     import ``prefect``, and a failure only leaves the runs to the next run of their flow."""
-    key = os.environ.get("PREFECT_API_KEY")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
     crashed: list[str] = []
     try:
-        # trust_env only for an external server: a proxy must not intercept loopback calls.
-        with httpx.Client(base_url=api_url.rstrip("/"), headers=headers, timeout=10,
-                          trust_env=not api_url.startswith("http://127.0.0.1:")) as http:
+        with _api_client(api_url, 10.0) as http:
             for run_id in sorted(run_ids):
                 run = http.get(f"/flow_runs/{run_id}")
                 if run.status_code != 200:
