@@ -21,6 +21,8 @@ def runtime(settings: Settings) -> Runtime:
     return Runtime(settings)
 
 
+@pytest.mark.skipif(not LARAPLATE_BENCHMARKS.is_dir(),
+                    reason="the public laraplate benchmarks are absent")
 def test_the_public_injection_dataset(runtime: Runtime) -> None:
     cases = json.loads((LARAPLATE_BENCHMARKS / "assistant-injection.json").read_text())["cases"]
 
