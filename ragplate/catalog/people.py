@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from ragplate.catalog.documents import AccessContext
 from ragplate.catalog.errors import InvalidInputError
+from ragplate.catalog.text import parse_span
 
 #: May search the developer index (``POST /v1/docs/search``), which holds every document.
 DEVELOPER_PERMISSION = "docs.developer"
@@ -25,6 +27,18 @@ LOCALE_PATTERN = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
 TOKEN_PREFIX = "rp_"
 #: Characters of a token kept as its hint in listings.
 TOKEN_HINT_CHARS = 8
+#: Days a token lives unless ``RAGPLATE_TOKEN_TTL_DAYS`` says otherwise (also the expiry
+#: migration 0014 gave the tokens issued before tokens expired), and the most that setting
+#: or ``--expires-in`` may give.
+DEFAULT_TOKEN_TTL_DAYS = 90
+MAX_TOKEN_TTL_DAYS = 3650
+#: A token issued for an operator to act as someone (``--impersonated-by``) is a working
+#: session, not a standing credential: this long unless ``--expires-in`` says otherwise,
+#: never longer than the most.
+IMPERSONATION_TOKEN_LIFETIME = timedelta(hours=8)
+MAX_IMPERSONATION_TOKEN_LIFETIME = timedelta(hours=24)
+#: The shortest lifetime ``--expires-in`` may give.
+MIN_TOKEN_LIFETIME = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -94,3 +108,31 @@ def check_locale(locale: str) -> str:
     if not LOCALE_PATTERN.match(locale):
         raise InvalidInputError(f"locale {locale!r} is not valid (e.g. en, it, pt-BR)")
     return locale
+
+
+def token_lifetime(expires_in: str | None = None, *, ttl_days: int = DEFAULT_TOKEN_TTL_DAYS,
+                   impersonated: bool = False) -> timedelta:
+    """How long a new token lives: ``expires_in`` (``--expires-in``: ``30m``, ``12h``,
+    ``30d``) when given, else :data:`IMPERSONATION_TOKEN_LIFETIME` for a token acting as
+    someone, else ``ttl_days`` (``RAGPLATE_TOKEN_TTL_DAYS``). A value that is not a span, or
+    is out of bounds, is :class:`InvalidInputError` naming it."""
+    longest = (MAX_IMPERSONATION_TOKEN_LIFETIME if impersonated
+               else timedelta(days=MAX_TOKEN_TTL_DAYS))
+    if expires_in is None:
+        if not 1 <= ttl_days <= MAX_TOKEN_TTL_DAYS:
+            raise InvalidInputError(f"RAGPLATE_TOKEN_TTL_DAYS {ttl_days!r}: from 1 to "
+                                    f"{MAX_TOKEN_TTL_DAYS} days")
+        return IMPERSONATION_TOKEN_LIFETIME if impersonated else timedelta(days=ttl_days)
+    named = f"--expires-in {expires_in[:40]!r}"
+    span = parse_span(expires_in)
+    if span is None:
+        raise InvalidInputError(f"{named} is not a duration: a count and a unit, m "
+                                "(minutes), h (hours) or d (days), e.g. 12h or 30d")
+    if span < MIN_TOKEN_LIFETIME:
+        raise InvalidInputError(f"{named}: a token lives at least 1m")
+    if span > longest:
+        hours = int(MAX_IMPERSONATION_TOKEN_LIFETIME.total_seconds()) // 3600
+        most = (f"{hours}h for a token acting as someone (--impersonated-by)" if impersonated
+                else f"{MAX_TOKEN_TTL_DAYS}d")
+        raise InvalidInputError(f"{named}: a token lives at most {most}")
+    return span

@@ -197,6 +197,9 @@ api_tokens = sa.Table(
     # questions are never logged in the query analytics.
     sa.Column("impersonated_by", sa.BigInteger,
               sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=True),
+    # When the token stops working (migration 0014), set by the database's clock when it is
+    # issued. No default: a row written without an expiry is refused, never immortal.
+    sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
     sa.UniqueConstraint("token_hash", name="uq_api_tokens_hash"),
     sa.Index("ix_api_tokens_user", "user_id"),
 )

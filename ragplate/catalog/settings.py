@@ -369,6 +369,12 @@ class Settings(BaseSettings):
         description="Largest request body the API reads, in bytes; a larger one is refused "
         "with 413 before it is read.",
     )
+    token_ttl_days: int = Field(
+        default=90, ge=1, le=3650,
+        description="Days an API token lives (ragplate users token NAME); --expires-in "
+        "sets one token's lifetime, and a token acting as someone (--impersonated-by) "
+        "lives 8 hours unless it says otherwise. An expired token is a 401.",
+    )
     entities: list[Entity] = Field(
         default_factory=list,
         description="Extra embeddable entities as a JSON list of objects (name, table, "

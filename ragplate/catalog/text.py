@@ -10,6 +10,7 @@ enters, naming the field.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 from ragplate.catalog.errors import InvalidInputError
 
@@ -47,3 +48,17 @@ def without_paths(message: str) -> str:
     API says about a server-side failure names the service, not where it keeps its files
     (a socket under ``RAGPLATE_HOME``, a log file)."""
     return _PATH.sub("(a path)", message)
+
+
+#: A span of time as the CLI takes it: a count and a unit, ``30m``, ``24h``, ``7d``.
+_SPAN = re.compile(r"^(\d{1,6})([mhd])$")
+_SPAN_UNITS = {"m": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_span(text: str) -> timedelta | None:
+    """``30m``, ``24h`` or ``7d`` as a :class:`timedelta` (surrounding spaces allowed), or
+    ``None`` when ``text`` is not a span (the caller names its option in the error)."""
+    span = _SPAN.match(text.strip())
+    if span is None:
+        return None
+    return timedelta(**{_SPAN_UNITS[span.group(2)]: int(span.group(1))})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -57,25 +58,42 @@ def token_command(
     name: Annotated[str, typer.Argument(help="The person's name.")],
     impersonated_by: Annotated[str | None, typer.Option(
         "--impersonated-by", help="An operator (tenants.operator) who will act as the "
-        "person with this token; such a session is never logged in the query analytics."
+        "person with this token; such a session is never logged in the query analytics. "
+        "It lives 8 hours unless --expires-in says otherwise (at most 24h)."
         )] = None,
+    expires_in: Annotated[str | None, typer.Option(
+        "--expires-in", metavar="DURATION", help="How long this token lives: 30m, 12h, "
+        "30d (1m to 3650d). Default: RAGPLATE_TOKEN_TTL_DAYS (90 days).")] = None,
     json_output: Annotated[bool, JSON] = False,
 ) -> None:
     """Issue a new API token for a person. It is shown once and stored hashed: keep it.
+    It expires after RAGPLATE_TOKEN_TTL_DAYS (or --expires-in); then it is a 401.
 
-    Example: ragplate users token ada --json
+    Examples:
+
+        ragplate users token ada --json
+
+        ragplate users token ada --expires-in 12h
     """
-    from ragplate.tasks.people.accounts import issue_token
+    from ragplate.catalog.people import token_lifetime
+    from ragplate.infra.environment import get_settings
+    from ragplate.tasks.people.accounts import issue
 
-    token = issue_token(_engine(), name=name, impersonated_by=impersonated_by)
+    ttl_days = get_settings().token_ttl_days
+    # Refused before the database starts.
+    token_lifetime(expires_in, ttl_days=ttl_days, impersonated=impersonated_by is not None)
+    issued = issue(_engine(), name=name, impersonated_by=impersonated_by,
+                   expires_in=expires_in, ttl_days=ttl_days)
     if json_output:
-        print_json({"token": token})
+        print_json(issued.as_dict())
         return
-    print(token)
+    print(issued.token)
+    typer.echo(f"expires {issued.as_dict()['expires_at']}", err=True)
 
 
 def list_command(json_output: Annotated[bool, JSON] = False) -> None:
-    """List people: tenant, locale, permissions, guest, live tokens.
+    """List people: tenant, locale, permissions, guest, live tokens and the nearest
+    expiry among them (live: neither revoked nor expired).
 
     Example: ragplate users list --json
     """
@@ -86,13 +104,16 @@ def list_command(json_output: Annotated[bool, JSON] = False) -> None:
         print_json([row.as_dict() for row in rows])
         return
     table = Table(title=f"{len(rows)} person(s)")
-    for column in ("name", "tenant", "locale", "permissions", "guest", "tokens"):
+    for column in ("name", "tenant", "locale", "permissions", "guest", "tokens",
+                   "next expiry (UTC)"):
         table.add_column(column)
     for row in rows:
         p = row.person
+        expiry = row.next_token_expiry
         table.add_row(escape(p.name), escape(p.tenant or ""), p.locale,
                       escape(", ".join(sorted(p.permissions))), "yes" if p.is_guest else "",
-                      str(row.active_tokens))
+                      str(row.active_tokens),
+                      "" if expiry is None else f"{expiry.astimezone(UTC):%Y-%m-%d %H:%M}")
     console.print(table)
 
 

@@ -1,15 +1,18 @@
 """People and API tokens in PostgreSQL (tables ``users`` and ``api_tokens``).
 
 Only a token's SHA-256 is stored; a token is looked up by that hash, so the token itself
-never reaches the database, a log or a listing.
+never reaches the database, a log or a listing. A token expires at ``expires_at``, set and
+compared by the database's clock (``now()``), never the client's: it is live while
+``expires_at > now()``, so at that instant it is expired, and a token whose expiry cannot
+be compared is not live either.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, replace
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
@@ -24,6 +27,16 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.astimezone(UTC).isoformat()
+
+
+def _live() -> sa.ColumnElement[bool]:
+    """A token that works: not revoked, and its expiry still ahead by the database's clock
+    (a NULL expiry compares as NULL, which no WHERE admits)."""
+    return sa.and_(api_tokens.c.revoked_at.is_(None), api_tokens.c.expires_at > sa.func.now())
+
+
 @dataclass(frozen=True)
 class PersonRow:
     """A person with what a listing shows of their tokens."""
@@ -31,11 +44,23 @@ class PersonRow:
     person: Person
     created_at: datetime
     active_tokens: int
+    #: The nearest expiry of their live tokens (``None`` without one).
+    next_token_expiry: datetime | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """``users list --json``."""
         return {**self.person.as_dict(), "created_at": self.created_at.isoformat(),
-                "active_tokens": self.active_tokens}
+                "active_tokens": self.active_tokens,
+                "next_token_expiry": _iso(self.next_token_expiry)}
+
+
+@dataclass(frozen=True)
+class TokenCheck:
+    """What a bearer token is: ``live`` (with its ``person``), ``expired``, or ``unknown``
+    (never issued, or revoked)."""
+
+    status: Literal["live", "expired", "unknown"]
+    person: Person | None = None
 
 
 def _person(row: Any) -> Person:
@@ -64,35 +89,47 @@ def person_by_name(conn: sa.Connection, name: str) -> Person:
     return _person(row)
 
 
-def person_by_token(conn: sa.Connection, token: str) -> Person | None:
-    """The person a live (not revoked) token belongs to, or ``None``."""
+def check_token(conn: sa.Connection, token: str) -> TokenCheck:
+    """Whether ``token`` is live, and whose it is only then. Liveness is decided in the
+    query, by the database's clock: fail closed, anything but a true ``expires_at > now()``
+    (an expiry at this instant, or none) is expired."""
+    live = sa.func.coalesce(api_tokens.c.expires_at > sa.func.now(), sa.false())
     row = conn.execute(
-        sa.select(users, api_tokens.c.impersonated_by)
+        sa.select(users, api_tokens.c.impersonated_by, live.label("live"))
         .join(api_tokens, api_tokens.c.user_id == users.c.id)
         .where(api_tokens.c.token_hash == token_hash(token), api_tokens.c.revoked_at.is_(None))
     ).one_or_none()
     if row is None:
-        return None
+        return TokenCheck("unknown")
+    if row.live is not True:
+        return TokenCheck("expired")
     person = _person(row)
-    if row.impersonated_by is None:
-        return person
-    return replace(person, impersonated_by=int(row.impersonated_by))
+    if row.impersonated_by is not None:
+        person = replace(person, impersonated_by=int(row.impersonated_by))
+    return TokenCheck("live", person)
 
 
-def insert_token(conn: sa.Connection, person: Person, token: str, *,
-                 impersonated_by: Person | None = None) -> None:
-    """Store a new token of ``person`` (its hash and hint); ``impersonated_by``: the
-    operator who acts as them with it."""
-    conn.execute(api_tokens.insert().values(
+def insert_token(conn: sa.Connection, person: Person, token: str, *, lifetime: timedelta,
+                 impersonated_by: Person | None = None) -> datetime:
+    """Store a new token of ``person`` (its hash and hint) that expires ``lifetime`` from
+    now by the database's clock; ``impersonated_by``: the operator who acts as them with
+    it. Returns the expiry."""
+    if lifetime <= timedelta(0):
+        raise ValueError(f"a token's lifetime must be positive, not {lifetime}")
+    expires_at: datetime = conn.execute(api_tokens.insert().values(
         user_id=person.id, token_hash=token_hash(token), hint=token[:TOKEN_HINT_CHARS],
-        impersonated_by=None if impersonated_by is None else impersonated_by.id))
+        impersonated_by=None if impersonated_by is None else impersonated_by.id,
+        expires_at=sa.func.now() + sa.literal(lifetime, sa.Interval()),
+    ).returning(api_tokens.c.expires_at)).scalar_one()
+    return expires_at
 
 
 def revoke_tokens(conn: sa.Connection, person: Person) -> int:
-    """Revoke every live token of ``person``; how many were live."""
+    """Revoke every live token of ``person``; how many were live (an expired one is
+    already dead, and not counted)."""
     result = conn.execute(
         api_tokens.update()
-        .where(api_tokens.c.user_id == person.id, api_tokens.c.revoked_at.is_(None))
+        .where(api_tokens.c.user_id == person.id, _live())
         .values(revoked_at=sa.func.now()))
     return int(result.rowcount or 0)
 
@@ -103,9 +140,13 @@ def delete_person(conn: sa.Connection, person: Person) -> None:
 
 
 def list_people(conn: sa.Connection) -> list[PersonRow]:
-    """Every person, by name, with their count of live tokens."""
-    live = (sa.select(sa.func.count()).where(api_tokens.c.user_id == users.c.id,
-                                             api_tokens.c.revoked_at.is_(None))
-            .scalar_subquery())
-    rows = conn.execute(sa.select(users, live.label("live")).order_by(users.c.name))
-    return [PersonRow(_person(r), r.created_at, int(r.live)) for r in rows]
+    """Every person, by name, with their count of live tokens and the nearest expiry among
+    them."""
+    tokens = (sa.select(api_tokens.c.user_id, sa.func.count().label("live"),
+                        sa.func.min(api_tokens.c.expires_at).label("next_expiry"))
+              .where(_live()).group_by(api_tokens.c.user_id).subquery())
+    rows = conn.execute(
+        sa.select(users, sa.func.coalesce(tokens.c.live, 0).label("live"),
+                  tokens.c.next_expiry)
+        .outerjoin(tokens, tokens.c.user_id == users.c.id).order_by(users.c.name))
+    return [PersonRow(_person(r), r.created_at, int(r.live), r.next_expiry) for r in rows]

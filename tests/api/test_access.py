@@ -4,8 +4,11 @@ the session's embedded PostgreSQL and the real model (two tenants)."""
 from __future__ import annotations
 
 import logging
+import re
+import uuid
 import warnings
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -16,8 +19,10 @@ with warnings.catch_warnings():
 
 from ragplate.api.app import create_app
 from ragplate.catalog.people import DEVELOPER_PERMISSION, OPERATOR_PERMISSION
+from ragplate.catalog.schema import api_tokens
 from ragplate.catalog.settings import Settings
 from ragplate.infra.models.base import Embedder
+from ragplate.infra.people import token_hash
 from ragplate.infra.stores.base import DocumentStore
 from ragplate.tasks.people.accounts import revoke
 from tests.testing.people import bearer
@@ -75,6 +80,42 @@ def test_a_revoked_token_stops_at_once_and_is_never_logged(
     assert response.status_code == 401
     token = headers["Authorization"].split()[1]
     assert token not in caplog.text and token not in response.text
+
+
+def expire(engine: sa.Engine, headers: dict[str, str], *, at: timedelta) -> None:
+    """Put the token of ``headers`` to expire ``at`` from the database's now."""
+    token = headers["Authorization"].split()[1]
+    with engine.begin() as conn:
+        conn.execute(api_tokens.update().where(api_tokens.c.token_hash == token_hash(token))
+                     .values(expires_at=sa.func.now() + sa.literal(at, sa.Interval())))
+
+
+def test_an_expired_token_is_a_401_saying_only_token_expired(
+    client: TestClient, engine: sa.Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    name = f"expiring-{uuid.uuid4().hex[:8]}"
+    headers = bearer(engine, name=name, tenant="acme")
+    # A second before its expiry it works; past it, every route refuses it the same way.
+    expire(engine, headers, at=timedelta(seconds=30))
+    assert client.post("/v1/docs/search", json=DOCS, headers=headers).status_code == 200
+
+    expire(engine, headers, at=timedelta(0))
+    with caplog.at_level(logging.DEBUG):
+        answers = [client.post("/v1/docs/search", json=DOCS, headers=headers),
+                   client.post("/v1/search", json=records(), headers=headers),
+                   client.get("/app/ai/conversations", headers=headers)]
+
+    token = headers["Authorization"].split()[1]
+    for response in answers:
+        assert response.status_code == 401, response.text
+        assert response.headers["www-authenticate"].startswith("Bearer")
+        body = response.json()
+        assert body["error"] == "AuthenticationError"
+        assert body["detail"].startswith("token expired")
+        for secret in (name, "acme", token, token[:8]):
+            assert secret not in response.text
+        assert not re.search(r"\d{4}-\d{2}-\d{2}", body["detail"])  # nor when it expired
+    assert token not in caplog.text
 
 
 def test_the_developer_index_needs_the_developer_role(client: TestClient, engine: sa.Engine

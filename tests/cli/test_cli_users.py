@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -42,12 +43,18 @@ def test_create_token_list_revoke_delete(engine: sa.Engine, monkeypatch: pytest.
 
     code, out = run("users", "token", name, "--json")
     assert code == 0, out
-    token = json.loads(out)["token"]
+    issued = json.loads(out)
+    assert set(issued) == {"token", "expires_at"}
+    token = issued["token"]
     assert authenticate(engine, f"Bearer {token}").name == name
+    expires_at = datetime.fromisoformat(issued["expires_at"])
+    assert expires_at.utcoffset() == timedelta(0)
+    assert timedelta(days=89) < expires_at - datetime.now(UTC) <= timedelta(days=90)
 
     code, out = run("users", "list", "--json")
     listed = {row["name"]: row for row in json.loads(out)}
     assert listed[name]["active_tokens"] == 1 and token not in out
+    assert listed[name]["next_token_expiry"] == issued["expires_at"]
 
     code, out = run("users", "revoke", name, "--json")
     assert (code, json.loads(out)) == (0, {"revoked": 1})
@@ -87,3 +94,67 @@ def test_declining_the_delete_deletes_nothing(engine: sa.Engine, answer: str) ->
 
     assert result.exit_code == 1 and "Nothing deleted." in result.output
     assert name in run("users", "list", "--json")[1]
+
+
+def test_expires_in_and_the_ttl_setting_set_the_expiry(
+    engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragplate.infra.environment import get_settings
+
+    name = f"ttl-{uuid.uuid4().hex[:6]}"
+    assert run("users", "create", name)[0] == 0
+
+    def left(*args: str) -> timedelta:
+        code, out = run("users", "token", name, "--json", *args)
+        assert code == 0, out
+        return datetime.fromisoformat(json.loads(out)["expires_at"]) - datetime.now(UTC)
+
+    assert timedelta(hours=11) < left("--expires-in", "12h") <= timedelta(hours=12)
+    assert timedelta(days=399) < left("--expires-in", "400d") <= timedelta(days=400)
+    monkeypatch.setenv("RAGPLATE_TOKEN_TTL_DAYS", "7")
+    get_settings.cache_clear()
+    assert timedelta(days=6) < left() <= timedelta(days=7)
+
+    # Without --json the token alone is on stdout (TOKEN=$(...) keeps working), the expiry
+    # on stderr.
+    result = CliRunner().invoke(app, ["users", "token", name, "--expires-in", "30m"])
+    assert result.exit_code == 0, result.output
+    token = result.stdout.strip()
+    assert token.startswith("rp_") and "\n" not in token
+    assert authenticate(engine, f"Bearer {token}").name == name
+    assert result.stderr.startswith("expires 20")
+
+    code, out = run("users", "list")
+    assert code == 0 and "next" in out and "expiry" in out
+
+
+def test_an_impersonation_token_lives_8_hours(
+    engine: sa.Engine, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name, operator = f"acted-{uuid.uuid4().hex[:6]}", f"op-{uuid.uuid4().hex[:6]}"
+    assert run("users", "create", name)[0] == 0
+    assert run("users", "create", operator, "--permission", "tenants.operator")[0] == 0
+
+    code, out = run("users", "token", name, "--impersonated-by", operator, "--json")
+
+    assert code == 0, out
+    left = datetime.fromisoformat(json.loads(out)["expires_at"]) - datetime.now(UTC)
+    assert timedelta(hours=7) < left <= timedelta(hours=8)
+    code, out = run_main(monkeypatch, capsys, "users", "token", name, "--impersonated-by",
+                         operator, "--expires-in", "3d")
+    assert code == 2 and "--expires-in '3d': a token lives at most 24h" in out
+
+
+@pytest.mark.parametrize("bad", ["soon", "5w", "0m", "-1d", "1.5h", "3651d", "12 h"])
+def test_a_bad_expires_in_is_refused_naming_it_before_anything_starts(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    bad: str,
+) -> None:
+    home = tmp_path / "home"
+
+    code, out = run_main(clean_env, capsys, "users", "token", "ada", "--expires-in", bad)
+
+    assert code == 2, out
+    assert f"--expires-in {bad!r}" in out and "Traceback" not in out
+    assert len(out.strip().splitlines()) == 1
+    assert not home.exists()  # refused before anything started

@@ -3,12 +3,17 @@
 ``ragplate.catalog.schema`` is what the code queries; the Alembic revisions are what
 creates the database. A column added to one and not the other would pass every store test
 on a fresh database of one kind and fail on the other, so the migrated test database is
-compared with the schema, server defaults included."""
+compared with the schema, server defaults included; and a database at an older revision,
+holding rows, is upgraded by its first use."""
 
 from __future__ import annotations
 
+import uuid
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -65,3 +70,68 @@ def test_the_migrated_database_is_at_the_head(engine: sa.Engine) -> None:
     from ragplate.infra.database import current_revision, head_revision
 
     assert current_revision(engine) == head_revision()
+
+
+def test_an_existing_database_holding_tokens_gets_their_expiry(ragplate_home: Path,
+                                                               engine: sa.Engine) -> None:
+    """A database at 0013 (before tokens expired) holding tokens, upgraded as the first use
+    of a new release upgrades it: every token gets an expiry counted from when it was
+    issued (90 days; 8 hours for one acting as someone), the column becomes required, and
+    an old token is refused as expired while a recent one still works."""
+    import psycopg
+
+    from ragplate.catalog.errors import AuthenticationError
+    from ragplate.catalog.settings import Settings
+    from ragplate.infra import database, postgres
+    from ragplate.infra.people import token_hash
+    from ragplate.tasks.people.accounts import authenticate
+
+    server = postgres.start(ragplate_home)
+    name = f"ragplate_upgrade_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server.libpq_url("postgres"), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    old = sa.create_engine(server.url(name), poolclass=sa.NullPool)
+    external = Settings(home=ragplate_home, database_url=server.url(name))
+    try:
+        database.ensure_pgvector(old)
+        database.upgrade(old, "0013")
+        ages = {"fresh": "1 day", "stale": "100 days", "acting": "1 hour",
+                "acting-stale": "9 hours"}
+        with old.begin() as conn:
+            ids = {row.name: row.id for row in conn.execute(sa.text(
+                "INSERT INTO users (name, permissions) VALUES ('ada', '{}'), "
+                "('op', '{tenants.operator}') RETURNING name, id"))}
+            for token, age in ages.items():
+                conn.execute(sa.text(
+                    "INSERT INTO api_tokens (user_id, token_hash, hint, created_at, "
+                    "impersonated_by) VALUES (:user, :hash, 'rp_xxxxx', now() - "
+                    "CAST(:age AS interval), :acting)"),
+                    {"user": ids["ada"], "hash": token_hash(f"rp_{token}"), "age": age,
+                     "acting": ids["op"] if token.startswith("acting") else None})
+        assert "expires_at" not in {c["name"] for c in sa.inspect(old).get_columns(
+            "api_tokens")}
+
+        # The first use of the database by this release migrates it, as every command does.
+        upgraded = database.get_engine(external)
+        assert upgraded is not engine
+        assert database.current_revision(old) == database.head_revision()
+        column = next(c for c in sa.inspect(old).get_columns("api_tokens")
+                      if c["name"] == "expires_at")
+        assert column["nullable"] is False
+        with old.connect() as conn:
+            lifetimes = {row.token_hash: row.lifetime for row in conn.execute(sa.text(
+                "SELECT token_hash, expires_at - created_at AS lifetime FROM api_tokens"))}
+        assert lifetimes == {token_hash("rp_fresh"): timedelta(days=90),
+                             token_hash("rp_stale"): timedelta(days=90),
+                             token_hash("rp_acting"): timedelta(hours=8),
+                             token_hash("rp_acting-stale"): timedelta(hours=8)}
+        for token in ("fresh", "acting"):
+            assert authenticate(upgraded, f"Bearer rp_{token}").name == "ada"
+        for token in ("stale", "acting-stale"):
+            with pytest.raises(AuthenticationError, match=r"^token expired"):
+                authenticate(upgraded, f"Bearer rp_{token}")
+    finally:
+        old.dispose()
+        database.dispose(database.database_url(external))
+        with psycopg.connect(server.libpq_url("postgres"), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

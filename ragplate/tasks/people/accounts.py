@@ -1,17 +1,22 @@
 """Create people, issue and revoke their API tokens, and authenticate a bearer token.
 
 A token is shown once, when it is issued: only its hash is stored
-(:mod:`ragplate.infra.people`).
+(:mod:`ragplate.infra.people`). Every token expires: ``RAGPLATE_TOKEN_TTL_DAYS`` after it is
+issued, or what ``--expires-in`` says, and 8 hours for one acting as someone
+(:func:`ragplate.catalog.people.token_lifetime`).
 """
 
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from sqlalchemy.engine import Engine
 
 from ragplate.catalog.errors import AuthenticationError, InvalidInputError, PermissionDeniedError
 from ragplate.catalog.people import (
+    DEFAULT_TOKEN_TTL_DAYS,
     OPERATOR_PERMISSION,
     TOKEN_PREFIX,
     Person,
@@ -19,6 +24,7 @@ from ragplate.catalog.people import (
     check_name,
     check_permissions,
     check_tenant,
+    token_lifetime,
 )
 from ragplate.catalog.settings import Settings
 from ragplate.infra import people
@@ -43,10 +49,35 @@ def create_person(engine: Engine, *, name: str, permissions: list[str] | None = 
                                     is_guest=is_guest)
 
 
-def issue_token(engine: Engine, *, name: str, impersonated_by: str | None = None) -> str:
+@dataclass(frozen=True)
+class IssuedToken:
+    """A token as it is shown, once, when issued, with when it stops working."""
+
+    token: str
+    expires_at: datetime
+
+    def as_dict(self) -> dict[str, str]:
+        """``users token --json``: the expiry in UTC, ISO 8601."""
+        return {"token": self.token, "expires_at": self.expires_at.astimezone(UTC).isoformat()}
+
+
+def issue_token(engine: Engine, *, name: str, impersonated_by: str | None = None,
+                expires_in: str | None = None, ttl_days: int = DEFAULT_TOKEN_TTL_DAYS) -> str:
+    """:func:`issue`, the token only."""
+    return issue(engine, name=name, impersonated_by=impersonated_by, expires_in=expires_in,
+                 ttl_days=ttl_days).token
+
+
+def issue(engine: Engine, *, name: str, impersonated_by: str | None = None,
+          expires_in: str | None = None, ttl_days: int = DEFAULT_TOKEN_TTL_DAYS
+          ) -> IssuedToken:
     """A new API token for the person called ``name``: returned once, stored hashed.
     ``impersonated_by`` names the operator (holding ``tenants.operator``) who will act as
-    the person with it: such a session is never logged in the query analytics."""
+    the person with it: such a session is never logged in the query analytics. It expires
+    ``expires_in`` (``12h``, ``30d``) from now, else ``ttl_days`` days (8 hours for a token
+    acting as someone); a bad ``expires_in`` is refused before anything is read."""
+    lifetime = token_lifetime(expires_in, ttl_days=ttl_days,
+                              impersonated=impersonated_by is not None)
     token = TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
     with engine.begin() as conn:
         person = people.person_by_name(conn, name)
@@ -60,8 +91,9 @@ def issue_token(engine: Engine, *, name: str, impersonated_by: str | None = None
             if operator.id == person.id:
                 raise InvalidInputError("--impersonated-by: a person does not act as "
                                         "themselves")
-        people.insert_token(conn, person, token, impersonated_by=operator)
-    return token
+        expires_at = people.insert_token(conn, person, token, lifetime=lifetime,
+                                         impersonated_by=operator)
+    return IssuedToken(token, expires_at)
 
 
 def revoke(engine: Engine, *, name: str) -> int:
@@ -82,7 +114,7 @@ def delete(engine: Engine, *, name: str, settings: Settings | None = None) -> Pe
 
 
 def list_all(engine: Engine) -> list[PersonRow]:
-    """Every person, with their count of live tokens."""
+    """Every person, with their count of live tokens and the nearest expiry among them."""
     with engine.connect() as conn:
         return people.list_people(conn)
 
@@ -91,7 +123,8 @@ def authenticate(engine: Engine, authorization: str | None) -> Person:
     """The person of an ``Authorization: Bearer <token>`` header value.
 
     Raises :class:`AuthenticationError` (401) for a missing header, another scheme, a
-    malformed, unknown or revoked token. The message never holds the token."""
+    malformed, unknown, revoked or expired token. The message never holds the token, and
+    for an expired one says only that (not whose it was, nor when it expired)."""
     if not authorization:
         raise AuthenticationError("missing Authorization header: send 'Authorization: "
                                   "Bearer <token>' (ragplate users token NAME issues one)")
@@ -103,7 +136,10 @@ def authenticate(engine: Engine, authorization: str | None) -> Person:
             or not token.isascii() or not token.isprintable()):
         raise AuthenticationError("the bearer token is not valid")
     with engine.connect() as conn:
-        person = people.person_by_token(conn, token)
-    if person is None:
+        found = people.check_token(conn, token)
+    if found.status == "expired":
+        raise AuthenticationError("token expired: ask for a new one (ragplate users token "
+                                  "NAME)")
+    if found.status != "live" or found.person is None:
         raise AuthenticationError("the bearer token is not valid (unknown or revoked)")
-    return person
+    return found.person

@@ -8,14 +8,14 @@ records, a SHA-256 of the payload and the outcome — never a value of the paylo
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.people import Person
+from ragplate.catalog.text import parse_span
 from ragplate.infra import writes as writes_sql
 from ragplate.tasks.crud.payloads import payload_sha256
 
@@ -88,17 +88,12 @@ def events(engine: Engine, *, since: datetime | None = None, limit: int = 1000
              for name in COLUMNS} for row in rows]
 
 
-_SPAN = re.compile(r"^(\d{1,6})([mhd])$")
-_UNITS = {"m": "minutes", "h": "hours", "d": "days"}
-
-
 def parse_since(text: str, now: datetime | None = None) -> datetime:
     """``--since``: an ISO date or time (UTC when it names no zone) or a span back from
     ``now`` (``30m``, ``24h``, ``7d``); :class:`InvalidInputError` naming the value."""
-    span = _SPAN.match(text.strip())
-    if span:
-        delta = timedelta(**{_UNITS[span.group(2)]: int(span.group(1))})
-        return (now or datetime.now(UTC)) - delta
+    span = parse_span(text)
+    if span is not None:
+        return (now or datetime.now(UTC)) - span
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:

@@ -1,16 +1,19 @@
-"""People and tokens in the embedded PostgreSQL: checked fields, hashed tokens, revocation
-and deletion."""
+"""People and tokens in the embedded PostgreSQL: checked fields, hashed tokens, expiry,
+revocation and deletion."""
 
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, timedelta
 
 import pytest
 import sqlalchemy as sa
 
 from ragplate.catalog.errors import AuthenticationError, InvalidInputError, UnknownUserError
+from ragplate.catalog.people import OPERATOR_PERMISSION
 from ragplate.catalog.schema import api_tokens, conversations, users
 from ragplate.infra.conversations import insert_conversation
+from ragplate.infra.people import token_hash
 from ragplate.tasks.people import accounts
 
 pytestmark = pytest.mark.integration
@@ -113,3 +116,82 @@ def test_deleting_a_person_deletes_their_tokens_and_conversations(engine: sa.Eng
             count = conn.execute(sa.select(sa.func.count()).select_from(table)
                                  .where(column == person.id)).scalar_one()
             assert count == 0, table.name
+
+
+def expiry_of(engine: sa.Engine, token: str) -> tuple[timedelta, timedelta]:
+    """A stored token's lifetime (its expiry less its issue) and what is left of it now."""
+    with engine.connect() as conn:
+        row = conn.execute(sa.select(
+            (api_tokens.c.expires_at - api_tokens.c.created_at).label("lifetime"),
+            (api_tokens.c.expires_at - sa.func.now()).label("left"))
+            .where(api_tokens.c.token_hash == token_hash(token))).one()
+    return row.lifetime, row.left
+
+
+def test_a_token_expires_after_the_ttl_or_what_expires_in_says(engine: sa.Engine) -> None:
+    name = unique("ttl")
+    accounts.create_person(engine, name=name)
+
+    default = accounts.issue(engine, name=name)
+    weekly = accounts.issue(engine, name=name, ttl_days=7)
+    short = accounts.issue(engine, name=name, ttl_days=7, expires_in="12h")
+
+    assert expiry_of(engine, default.token)[0] == timedelta(days=90)
+    assert expiry_of(engine, weekly.token)[0] == timedelta(days=7)
+    lifetime, left = expiry_of(engine, short.token)
+    assert lifetime == timedelta(hours=12) and timedelta(hours=11) < left <= lifetime
+    assert short.as_dict() == {"token": short.token,
+                               "expires_at": short.expires_at.astimezone(UTC).isoformat()}
+    assert short.as_dict()["expires_at"].endswith("+00:00")
+    assert accounts.authenticate(engine, f"Bearer {short.token}").name == name
+
+
+def test_a_token_acting_as_someone_is_short_lived(engine: sa.Engine) -> None:
+    name, operator = unique("acted"), unique("operator")
+    accounts.create_person(engine, name=name)
+    accounts.create_person(engine, name=operator, permissions=[OPERATOR_PERMISSION])
+
+    acting = accounts.issue(engine, name=name, impersonated_by=operator, ttl_days=365)
+    assert expiry_of(engine, acting.token)[0] == timedelta(hours=8)
+    longer = accounts.issue(engine, name=name, impersonated_by=operator, expires_in="24h")
+    assert expiry_of(engine, longer.token)[0] == timedelta(hours=24)
+    with pytest.raises(InvalidInputError, match="--expires-in '2d': a token lives at most"):
+        accounts.issue(engine, name=name, impersonated_by=operator, expires_in="2d")
+
+
+def test_a_bad_expires_in_is_refused_before_anything_is_written(engine: sa.Engine) -> None:
+    name = unique("nope")
+    accounts.create_person(engine, name=name)
+
+    for bad in ("soon", "0m", "3651d"):
+        with pytest.raises(InvalidInputError, match=f"--expires-in '{bad}'"):
+            accounts.issue(engine, name=name, expires_in=bad)
+    # Checked before the person is even looked up.
+    with pytest.raises(InvalidInputError, match="--expires-in 'soon'"):
+        accounts.issue(engine, name="nobody-here", expires_in="soon")
+    listed = {row.person.name: row for row in accounts.list_all(engine)}
+    assert (listed[name].active_tokens, listed[name].next_token_expiry) == (0, None)
+
+
+def test_an_expired_token_is_refused_saying_only_that(engine: sa.Engine) -> None:
+    name = unique("expired")
+    accounts.create_person(engine, name=name, tenant="acme")
+    issued = accounts.issue(engine, name=name)
+    with engine.begin() as conn:
+        conn.execute(api_tokens.update()
+                     .where(api_tokens.c.token_hash == token_hash(issued.token))
+                     .values(expires_at=sa.func.now() - timedelta(seconds=1)))
+
+    with pytest.raises(AuthenticationError) as refused:
+        accounts.authenticate(engine, f"Bearer {issued.token}")
+
+    message = str(refused.value)
+    assert message.startswith("token expired")
+    for secret in (name, "acme", issued.token, issued.token[:8], str(issued.expires_at.year)):
+        assert secret not in message
+    # An unknown token is told apart from an expired one only by being unknown.
+    with pytest.raises(AuthenticationError, match="unknown or revoked"):
+        accounts.authenticate(engine, f"Bearer {issued.token}x")
+    listed = {row.person.name: row for row in accounts.list_all(engine)}
+    assert (listed[name].active_tokens, listed[name].next_token_expiry) == (0, None)
+    assert accounts.revoke(engine, name=name) == 0
