@@ -298,6 +298,15 @@ class TooManyRequestsError(RagplateError):
     exit_code = 2
 
 
+class BusyError(RagplateError):
+    """A request that the current state of a thing refuses for now, and that the same
+    request can repeat later (a conversation deleted while one of its answers is still
+    being prepared). HTTP 409."""
+
+    http_status = 409
+    exit_code = 2
+
+
 class UnknownUserError(NotFoundError):
     """A user name that is not in the people table."""
 

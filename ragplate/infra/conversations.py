@@ -1,6 +1,6 @@
 """Conversations and messages in PostgreSQL (tables ``conversations`` and ``messages``).
 
-Every read names the owner: a conversation of someone else reads as absent.
+Every read and delete names the owner: a conversation of someone else reads as absent.
 """
 
 from __future__ import annotations
@@ -91,6 +91,19 @@ def list_conversations(conn: sa.Connection, *, user_id: int, limit: int = 100
     rows = conn.execute(sa.select(conversations).where(conversations.c.user_id == user_id)
                         .order_by(conversations.c.created_at.desc()).limit(limit))
     return [Conversation(r.id, r.title, r.created_at) for r in rows]
+
+
+def delete_conversation(conn: sa.Connection, *, user_id: int, conversation_id: uuid.UUID
+                        ) -> bool:
+    """Delete the conversation if it belongs to ``user_id``; whether it did. Its messages
+    and the write proposals made in it go with it (their foreign keys cascade); the audit
+    trail of those writes stays (it has no foreign key). A turn storing its answer holds
+    the conversation's row until it commits, so the delete waits for it, and a turn that
+    stores after the delete finds no conversation to write to."""
+    deleted = conn.execute(conversations.delete().where(
+        conversations.c.id == conversation_id, conversations.c.user_id == user_id)
+        .returning(conversations.c.id)).first()
+    return deleted is not None
 
 
 def insert_message(conn: sa.Connection, *, conversation_id: uuid.UUID, role: str, text: str,

@@ -2,7 +2,8 @@
 embedded default (the real model, ragplate's own ``docs/`` in the user index): the events in
 order, the deltas that add up to the stored message, a refusal that streams no answer text,
 a chat model (the scripted double) whose answer holds a secret that never reaches the wire,
-keep-alives on a slow model, and a client that leaves early without losing the answer."""
+keep-alives on a slow model, a client that leaves early without losing the answer, and a
+conversation that cannot be deleted while an answer of it is prepared."""
 
 from __future__ import annotations
 
@@ -295,3 +296,33 @@ def test_an_answer_that_fails_while_prepared_ends_the_stream_with_response_faile
     assert events[-1][1]["response"]["error"] == {"code": "NotFoundError",
                                                   "message": "no such conversation"}
     assert not ANSWER_TEXT_EVENTS & {kind for kind, _ in events}
+
+
+def test_a_conversation_is_not_deleted_while_an_answer_of_it_is_prepared(
+    indexed: Settings, person: dict[str, str], engine: sa.Engine
+) -> None:
+    other = bearer(engine, permissions=(), tenant="acme")
+    with (ChatDouble([lambda _r: slow_chat(1.5)]) as double,
+          AppServer(with_chat(indexed, double)) as app):
+        cid = start(app.url, person)
+        url = f"{app.url}/app/ai/conversations/{cid}"
+        with httpx.stream("POST", f"{app.url}/app/ai/agent", timeout=30,
+                          headers={**person, "Accept": "text/event-stream"},
+                          json={"conversation_id": cid, "text": QUESTION}) as response:
+            reading = response.iter_text()
+            chunks = [next(reading)]
+            busy = httpx.delete(url, headers=person)
+            not_theirs = httpx.delete(url, headers=other)
+            chunks += list(reading)
+        kept = stored(app.url, person, cid)
+        deleted = httpx.delete(url, headers=person)
+        after = httpx.get(url, headers=person)
+
+    assert (busy.status_code, busy.json()["error"]) == (409, "BusyError")
+    assert "still being prepared" in busy.json()["detail"]
+    # Someone else learns nothing of the stream: the same 404 as for any conversation.
+    assert (not_theirs.status_code, not_theirs.json()["error"]) == (404, "NotFoundError")
+    assert parse("".join(chunks))[-1][0] == "response.completed"
+    assert [m["role"] for m in kept] == ["user", "assistant"]
+    # Once the answer is stored, the conversation goes.
+    assert deleted.status_code == 204 and after.status_code == 404

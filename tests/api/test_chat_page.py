@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import sqlalchemy as sa
 from playwright.sync_api import (
@@ -134,10 +135,10 @@ def page(browser: Browser) -> Iterator[Page]:
     tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
 
     def console(message: ConsoleMessage) -> None:
-        # Chromium logs every 4xx fetch; a wrong token's 401, a guest's 403, a refused 422
-        # and a busy person's 429 are the page working.
+        # Chromium logs every 4xx fetch; a wrong token's 401, a guest's 403, a refused 422,
+        # a busy person's 429 and a full stream pool's 503 are the page working.
         if message.type == "error" and not any(f"status of {status}" in message.text
-                                               for status in (401, 403, 422, 429)):
+                                               for status in (401, 403, 422, 429, 503)):
             problems.append(f"console: {message.text}")
 
     tab.on("console", console)
@@ -410,6 +411,15 @@ def send(page: Page, question: str) -> None:
     page.locator("#composer-text").press("Enter")
 
 
+def stored_conversations(server: AppServer, value: str) -> list[dict[str, Any]]:
+    """The conversations the server lists for the person of token ``value``."""
+    response = httpx.get(f"{server.url}/app/ai/conversations",
+                         headers={"Authorization": f"Bearer {value}"})
+    assert response.status_code == 200, response.text
+    found: list[dict[str, Any]] = response.json()
+    return found
+
+
 def test_a_message_refused_before_the_stream_goes_back_to_the_composer(
     server: AppServer, engine: sa.Engine, page: Page
 ) -> None:
@@ -417,13 +427,17 @@ def test_a_message_refused_before_the_stream_goes_back_to_the_composer(
         "error": "ValidationError",
         "detail": [{"loc": ["body", "text"], "msg": "String should have at most 100000 "
                     "characters", "type": "string_too_long"}]})
-    sign_in(page, server, token(engine))
+    person = token(engine)
+    sign_in(page, server, person)
     send(page, QUESTION)
 
     expect(page.locator("#chat-error")).to_have_text(
         "The message was not accepted: text: String should have at most 100000 characters")
     expect(page.locator("#messages > li")).to_have_count(0)
     expect(page.locator("#composer-text")).to_have_value(QUESTION)
+    # The conversation made for it was deleted again: nothing is left listed, anywhere.
+    expect(page.locator("#conversation-list > li")).to_have_count(0)
+    assert stored_conversations(server, person) == []
 
 
 def test_a_question_over_the_assistants_limit_is_told_before_it_is_sent(
@@ -451,13 +465,46 @@ def test_a_second_question_while_two_answers_are_prepared_is_told_in_italian(
         "error": "TooManyRequests",
         "detail": "2 of your answers are still being prepared; send the next message when "
                   "one has arrived"})
-    sign_in(page, server, token(engine, locale="it"))
+    person = token(engine, locale="it")
+    sign_in(page, server, person)
     send(page, QUESTION)
 
     expect(page.locator("#chat-error")).to_have_text(
         "La domanda precedente ha ancora una risposta in preparazione. Invia questa quando "
         "quella risposta è arrivata.")
     expect(page.locator("#composer-text")).to_have_value(QUESTION)
+    expect(page.locator("#conversation-list > li")).to_have_count(0)
+    assert stored_conversations(server, person) == []
+
+
+def test_a_first_question_refused_leaves_no_conversation_and_a_retry_makes_it_again(
+    server: AppServer, engine: sa.Engine, page: Page
+) -> None:
+    refuse_the_stream(page, 503, {
+        "error": "ServiceError",
+        "detail": "the assistant is preparing as many answers as it can; try again in a "
+                  "moment"})
+    person = token(engine)
+    sign_in(page, server, person)
+    send(page, QUESTION)
+
+    expect(page.locator("#chat-error")).to_have_text(
+        "Something went wrong (503): the assistant is preparing as many answers as it can; "
+        "try again in a moment")
+    expect(page.locator("#conversation-list > li")).to_have_count(0)
+    expect(page.locator("#conversation-list-empty")).to_have_text("No conversations yet.")
+    expect(page.locator("#conversation-title")).to_have_text("New conversation")
+    assert stored_conversations(server, person) == []
+
+    # The pool has room again: the same question, sent again, starts its conversation anew.
+    page.unroute("**/app/ai/agent")
+    page.locator("#composer-text").press("Enter")
+    expect(last_answer(page)).to_have_attribute("data-status", "answered", timeout=TIMEOUT_MS)
+    expect(page.locator("#conversation-list > li")).to_have_count(1)
+    expect(page.locator("#conversation-list button")).to_have_text(QUESTION)
+    [kept] = stored_conversations(server, person)
+    assert kept["title"] == QUESTION
+    expect(page.locator("#conversation-list button")).to_have_attribute("data-id", kept["id"])
 
 
 #: Event-stream texts and the events they hold, each fed to the page's parser whole, one

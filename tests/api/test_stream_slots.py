@@ -1,6 +1,8 @@
-"""The bounds of the streamed answers' worker pool."""
+"""The bounds of the streamed answers' worker pool, and the conversations its slots name."""
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 
@@ -24,4 +26,23 @@ def test_a_person_over_their_bound_and_a_process_over_its_own_are_refused() -> N
     assert slots.running == 3
     with pytest.raises(ServiceError):
         slots.acquire(4)
+    slots.executor.shutdown()
+
+
+def test_a_slot_names_its_persons_conversation_until_it_is_given_back() -> None:
+    slots = StreamSlots(workers=3, per_person=2)
+    mine, theirs = uuid.uuid4(), uuid.uuid4()
+    slots.acquire(1, mine)
+    slots.acquire(1, mine)
+    assert slots.preparing(1, mine)
+    assert not slots.preparing(2, mine)  # only its owner's answers are counted
+    assert not slots.preparing(1, theirs)
+    with pytest.raises(TooManyRequestsError):
+        slots.acquire(1, theirs)
+    assert not slots.preparing(1, theirs)  # a refusal names nothing
+
+    slots.release(1, mine)
+    assert slots.preparing(1, mine)  # one of its two answers is still prepared
+    slots.release(1, mine)
+    assert not slots.preparing(1, mine) and slots.running == 0
     slots.executor.shutdown()

@@ -28,7 +28,7 @@ from ragplate.api.deps import MemberDep, RuntimeDep
 from ragplate.api.errors import ErrorBody, public_detail
 from ragplate.api.fields import SearchText, StrictRequest
 from ragplate.api.routes.assistant import RESPONSES, MessageContext, message_out
-from ragplate.api.stream_slots import StreamSlots
+from ragplate.api.stream_slots import StreamSlots, StreamSlotsDep
 from ragplate.catalog.errors import NotAcceptableError, NotFoundError, RagplateError
 from ragplate.catalog.people import Person
 from ragplate.catalog.settings import Settings
@@ -100,21 +100,12 @@ def _failure(exc: BaseException) -> dict[str, str]:
     return {"code": "ServerError", "message": "the answer could not be produced"}
 
 
-def _slots(request: Request, settings: Settings) -> StreamSlots:
-    state = request.app.state
-    if getattr(state, "stream_slots", None) is None:
-        state.stream_slots = StreamSlots(workers=settings.assistant_stream_workers,
-                                         per_person=settings.assistant_stream_per_person)
-    slots: StreamSlots = state.stream_slots
-    return slots
-
-
-def _start(request: Request, runtime: Runtime, person: Person, body: AgentRequest
+def _start(slots: StreamSlots, runtime: Runtime, person: Person, body: AgentRequest
            ) -> tuple[asyncio.Future[dict[str, Any]], asyncio.Queue[str]]:
     """Take a slot and start respond() in the stream pool; the slot is given back when the
     answer is stored (or respond() failed), whether or not anyone still reads the stream."""
-    slots = _slots(request, runtime.settings)
-    slots.acquire(person.id)
+    conversation_id = body.conversation_id
+    slots.acquire(person.id, conversation_id)
     loop = asyncio.get_running_loop()
     phases: asyncio.Queue[str] = asyncio.Queue()
 
@@ -128,11 +119,11 @@ def _start(request: Request, runtime: Runtime, person: Person, body: AgentReques
         work = loop.run_in_executor(slots.executor, _answer, runtime, person, body, context,
                                     report)
     except BaseException:
-        slots.release(person.id)
+        slots.release(person.id, conversation_id)
         raise
 
     def finished(done: asyncio.Future[dict[str, Any]]) -> None:
-        slots.release(person.id)
+        slots.release(person.id, conversation_id)
         # Read here so a failure nobody streams is logged by its class only (asyncio would
         # print the whole exception, which can hold the question).
         if not done.cancelled() and (exc := done.exception()) is not None:
@@ -206,7 +197,7 @@ async def _events(settings: Settings, conversation_id: str,
                               "answers in preparation are at RAGPLATE_ASSISTANT_STREAM_"
                               "PER_PERSON."}})
 async def agent(body: AgentRequest, request: Request, runtime: RuntimeDep,
-                person: MemberDep) -> StreamingResponse:
+                person: MemberDep, slots: StreamSlotsDep) -> StreamingResponse:
     """Send a message and read the validated answer as it is delivered (Server-Sent
     Events; see the 200 response for the events)."""
     if not _accepts_stream(request.headers.get("accept")):
@@ -222,7 +213,7 @@ async def agent(body: AgentRequest, request: Request, runtime: RuntimeDep,
         raise NotFoundError("no such conversation")
     # Started here, not in the stream: a client gone before the body starts still gets its
     # answer stored, and the slot back.
-    work, phases = _start(request, runtime, person, body)
+    work, phases = _start(slots, runtime, person, body)
     return StreamingResponse(_events(runtime.settings, str(body.conversation_id), work, phases),
                              media_type=EVENT_STREAM,
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -1,8 +1,9 @@
 """``/app/ai/…``: the assistant's conversations, messages and capabilities.
 
 Every route needs a bearer token of a person who is not a guest; a conversation is its
-owner's only (anyone else gets a 404). A message goes through respond() (see
-:mod:`ragplate.tasks.assistant.respond`) and its answer is returned whole, validated.
+owner's only (anyone else gets a 404), and its owner may delete it. A message goes
+through respond() (see :mod:`ragplate.tasks.assistant.respond`) and its answer is returned
+whole, validated.
 """
 
 from __future__ import annotations
@@ -10,13 +11,15 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from fastapi import APIRouter, status
+from fastapi import APIRouter, Response, status
 from pydantic import BaseModel, Field, field_validator
 
-from ragplate.api.deps import MemberDep, RuntimeDep
+from ragplate.api.deps import KnownQuery, MemberDep, RuntimeDep
 from ragplate.api.errors import AUTH_RESPONSES, ERROR_RESPONSES, ErrorBody
 from ragplate.api.fields import LabelText, NameText, SearchText, StrictRequest
+from ragplate.api.stream_slots import StreamSlotsDep
 from ragplate.catalog.assistant import compile_policy
+from ragplate.catalog.errors import BusyError
 from ragplate.infra.models.chat import CHAT, chat_client_from_settings
 from ragplate.tasks.assistant import conversations
 from ragplate.tasks.assistant.respond import respond
@@ -182,6 +185,23 @@ def get_conversation(conversation_id: uuid.UUID, runtime: RuntimeDep, person: Me
     found = conversations.read(runtime.engine, person=person, conversation_id=conversation_id)
     return ConversationWithMessages(id=str(found.id), title=found.title,
                                     messages=[message_out(m) for m in found.messages])
+
+
+@router.delete("/conversations/{conversation_id}", status_code=status.HTTP_204_NO_CONTENT,
+               response_class=Response, responses={
+                   **RESPONSES, 409: {"model": ErrorBody, "description": "An answer in "
+                                      "this conversation is still being prepared for a "
+                                      "stream (POST /app/ai/agent); delete it once the "
+                                      "answer has arrived."}})
+def delete_conversation(conversation_id: uuid.UUID, runtime: RuntimeDep, person: MemberDep,
+                        _query: KnownQuery, slots: StreamSlotsDep) -> Response:
+    """Delete a conversation with its messages and the write proposals made in it (a
+    proposal not yet confirmed can no longer be); the writes' audit trail is kept."""
+    if slots.preparing(person.id, conversation_id):
+        raise BusyError("an answer in this conversation is still being prepared; delete "
+                        "the conversation once it has arrived")
+    conversations.delete(runtime.engine, person=person, conversation_id=conversation_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post("/conversations/{conversation_id}/messages", response_model=MessageOut,

@@ -1,5 +1,5 @@
-"""A person's conversations: started, listed and read by their owner only (anyone else's
-reads as absent, a 404)."""
+"""A person's conversations: started, listed, read and deleted by their owner only (anyone
+else's reads as absent, a 404)."""
 
 from __future__ import annotations
 
@@ -37,3 +37,15 @@ def list_for(engine: Engine, *, person: Person) -> list[Conversation]:
     """``person``'s newest conversations."""
     with engine.connect() as conn:
         return store.list_conversations(conn, user_id=person.id)
+
+
+def delete(engine: Engine, *, person: Person, conversation_id: uuid.UUID) -> None:
+    """Delete ``person``'s conversation with its messages and the write proposals made in
+    it (one not yet confirmed can no longer be); the audit trail of those writes is kept,
+    and a write already confirmed stays as it was decided. :class:`NotFoundError` for
+    anyone else's (or none)."""
+    with engine.begin() as conn:
+        deleted = store.delete_conversation(conn, user_id=person.id,
+                                            conversation_id=conversation_id)
+    if not deleted:
+        raise NotFoundError("no such conversation")

@@ -88,6 +88,11 @@ export function getConversation(token, id) {
   return json(token, "GET", `/conversations/${encodeURIComponent(id)}`);
 }
 
+/** Delete a conversation with its messages (204, no body). */
+export async function deleteConversation(token, id) {
+  await send(token, "DELETE", `/conversations/${encodeURIComponent(id)}`);
+}
+
 /** A write the assistant proposed, as it stands now: the entry of ``metadata.writes`` with
  * its current ``status`` and ``outcome``. */
 export function getWrite(token, id) {

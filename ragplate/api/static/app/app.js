@@ -19,6 +19,7 @@ import {
   capabilities,
   createConversation,
   decideWrite,
+  deleteConversation,
   getConversation,
   getWrite,
   listConversations,
@@ -502,10 +503,16 @@ async function ask(text) {
   const citations = [];
   let answer = "";
   let finished = false;
+  let started = null; // the conversation made for this question, while it holds nothing
   try {
     if (!state.currentId) {
       const created = await createConversation(state.token, titleOf(text));
-      if (controller.signal.aborted) return;
+      if (controller.signal.aborted) {
+        // Another conversation was picked meanwhile; nothing was asked in this one.
+        deleteConversation(state.token, created.id).catch(() => {});
+        return;
+      }
+      started = created;
       state.currentId = created.id;
       state.conversations.unshift(created);
       renderConversationList();
@@ -590,6 +597,10 @@ async function ask(text) {
         state.currentId = null;
         renderConversationList();
         setTitle(null);
+      } else if (started && error.status >= 400 && error.status !== 401) {
+        // Made for this question alone, it would stay listed empty for good.
+        await discard(started.id);
+        if (controller.signal.aborted) return; // the person moved on meanwhile
       }
       handleError(error);
     } else if (!finished && error instanceof ApiError && error.status !== 0) {
@@ -603,6 +614,23 @@ async function ask(text) {
       $("send").disabled = false;
     }
   }
+}
+
+/** Delete the conversation ``id`` that the page made for a question the assistant refused
+ * before accepting it (so it holds no message); the next question makes a new one. Kept
+ * when the server does not delete it (the next question then goes to it). */
+async function discard(id) {
+  try {
+    await deleteConversation(state.token, id);
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 404)) return;
+  }
+  state.conversations = state.conversations.filter((c) => c.id !== id);
+  if (state.currentId === id) {
+    state.currentId = null;
+    setTitle(null);
+  }
+  renderConversationList();
 }
 
 /** The delivery broke off, not the answer: the server stores it whether or not anyone
