@@ -118,6 +118,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="RAGPLATE_",
         env_nested_delimiter="__",
+        # An empty variable (RAGPLATE_MIN_SIMILARITY=) is unset: its default applies. No
+        # setting gives the empty string a meaning of its own ([] and {} are JSON).
+        env_ignore_empty=True,
         extra="ignore",
         validate_default=True,
     )

@@ -132,7 +132,8 @@ def check(
     kind: Annotated[CheckKind | None, typer.Option(
         help="The file's kind (default: read from its shape: index_profile and cases with "
              "expected_source_labels for documentation, source and cases with "
-             "expected_hit_ids for application content).")] = None,
+             "expected_hit_ids for application content); for a file showing both or "
+             "neither, since one showing the other kind alone is refused.")] = None,
     json_output: Annotated[bool, typer.Option(
         "--json", help="Print the outcome as JSON on stdout, failed or not (the exit code "
                        "is the same).")] = False,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from rich.console import Console
 
 from ragplate.catalog.errors import RagplateError
+from ragplate.tasks.progress import shown_by_command
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -141,9 +142,12 @@ class _RunRecordsOnce(logging.Filter):
     run is not logged on the way up (by the task, the flow, their state lines): the command
     reports it once, as its error. What a run's own code logs, a retry, a warning, a
     flow run's start, link and completion, stay; the count of events still being sent at
-    exit does not."""
+    exit does not, nor a record the command prints its own way (marked by the flow, see
+    :mod:`ragplate.tasks.progress`: the flow run's log in the UI keeps it)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if shown_by_command(record):
+            return False
         if record.name == _EVENTS_WORKER:
             # At exit Prefect sends the run's last events and counts them down as a
             # warning; none is lost, so the count says nothing to the operator.

@@ -5,12 +5,11 @@ a Markdown summary and a link to the page."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.artifacts import (
     create_link_artifact,
     create_markdown_artifact,
@@ -30,13 +29,12 @@ from ragplate.tasks.evaluation.ranking_pages import strategies_html, strategy_ro
 from ragplate.tasks.evaluation.reports import html_path
 from ragplate.tasks.evaluation.strategies import RecordedCase
 from ragplate.tasks.flow_runs import crash_gone
+from ragplate.tasks.progress import SHOWN_BY_COMMAND
 from ragplate.tasks.retrieval.strategy import MODES, Mode
 from ragplate.tasks.tuning import report as tuning_report
 from ragplate.tasks.tuning.grid import load_grid
 from ragplate.tasks.tuning.pages import paste_block, tuning_html, tuning_rows
 from ragplate.tasks.tuning.tuner import Safeguards
-
-log = logging.getLogger(__name__)
 
 
 def _check_setup(setup: str) -> None:
@@ -68,11 +66,12 @@ def _record(runtime: Runtime, source: str, dataset: str, output: str, force: boo
 
 
 def _warn_if_reranker_idle(reranker: dict[str, Any]) -> str | None:
-    """Log and print the warning of a reranker that was requested but did not run."""
+    """Log the warning of a reranker that was requested but did not run to the flow run's
+    log, once and at WARNING; a ragplate command running the flow prints it itself on
+    stderr, so its console leaves this record out (see :mod:`ragplate.tasks.progress`)."""
     warning = strategies.reranker_warning(reranker)
     if warning:
-        log.warning(warning)
-        print(f"WARNING: {warning}")
+        get_run_logger().warning(warning, extra=SHOWN_BY_COMMAND)
     return warning
 
 
@@ -173,7 +172,10 @@ def tune_retrieval(source: str, dataset: str, output: str, force: bool = False,
              + ", ".join(f"{s['class']} ({s['reason']})" for s in report["class_winners_skipped"]),
              "", "```python", block.rstrip("\n"), "```"]
     _publish("tune-retrieval", title, tuning_rows(report), _markdown(title, lines, page), page)
-    print(f"{title}: outcome {report['outcome']}; report {written}, page {page}\n{block}")
+    # The command prints the outcome, the report's path and the block itself (the block
+    # on stdout, ready to paste): the flow run's log keeps them for the Prefect UI.
+    get_run_logger().info("%s: outcome %s; report %s, page %s\n%s", title, report["outcome"],
+                          written, page, block, extra=SHOWN_BY_COMMAND)
     return report
 
 

@@ -26,8 +26,9 @@ _HOME = "RAGPLATE_HOME"
 
 def default_home(environ: Mapping[str, str]) -> Path | None:
     """``$XDG_DATA_HOME/ragplate`` when ``XDG_DATA_HOME`` is set and ``RAGPLATE_HOME`` is
-    not; ``None`` otherwise (the variable, or the settings' own default, applies)."""
-    if any(key.upper() == _HOME for key in environ):
+    not (empty is unset, as for every setting); ``None`` otherwise (the variable, or the
+    settings' own default, applies)."""
+    if any(key.upper() == _HOME and value for key, value in environ.items()):
         return None
     base = environ.get("XDG_DATA_HOME")
     return Path(base) / "ragplate" if base else None

@@ -39,9 +39,10 @@ _chosen: dict[str, str] = {}
 
 
 def ragplate_home(environ: Mapping[str, str]) -> Path:
-    """``RAGPLATE_HOME`` as the settings read it from ``environ`` (any case), else
-    ``$XDG_DATA_HOME/ragplate``, else :data:`DEFAULT_HOME`; absolute."""
-    named = [value for key, value in environ.items() if key.upper() == "RAGPLATE_HOME"]
+    """``RAGPLATE_HOME`` as the settings read it from ``environ`` (any case; empty is
+    unset), else ``$XDG_DATA_HOME/ragplate``, else :data:`DEFAULT_HOME`; absolute."""
+    named = [value for key, value in environ.items()
+             if key.upper() == "RAGPLATE_HOME" and value]
     if named:
         home = Path(named[0])
     elif environ.get("XDG_DATA_HOME"):

@@ -51,6 +51,40 @@ def test_variables_without_the_prefix_are_ignored(clean_env: pytest.MonkeyPatch)
     assert settings.max_documents == Settings.model_fields["max_documents"].default != 3
 
 
+#: Every setting's variable, and nested ones (a server's URL, its API).
+EVERY_VARIABLE = [f"RAGPLATE_{name.upper()}" for name in Settings.model_fields] + [
+    "RAGPLATE_SERVERS__RERANK__URL", "RAGPLATE_SERVERS__RERANK__API"]
+
+
+@pytest.mark.parametrize("variable", EVERY_VARIABLE)
+def test_an_empty_variable_is_unset(clean_env: pytest.MonkeyPatch, variable: str) -> None:
+    clean_env.delenv(variable, raising=False)
+    unset = Settings()
+    clean_env.setenv(variable, "")
+
+    assert Settings() == unset
+
+
+def test_an_empty_similarity_floor_is_no_floor(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("RAGPLATE_MIN_SIMILARITY", "")
+    clean_env.setenv("RAGPLATE_APP_KEY", "")  # no key: nothing is logged, not an empty key
+
+    settings = Settings()
+
+    assert settings.min_similarity is None
+    assert settings.app_key is None
+
+
+def test_empty_json_lists_and_objects_keep_their_meaning(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("RAGPLATE_ASSISTANT_FALLBACK_LOCALES", "[]")
+    clean_env.setenv("RAGPLATE_DOCS_ROOTS", "{}")
+
+    settings = Settings()
+
+    assert settings.assistant_fallback_locales == []
+    assert settings.docs_roots == {}
+
+
 def test_home_is_made_absolute(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     clean_env.chdir(tmp_path)
     clean_env.setenv("RAGPLATE_HOME", "relative/home")

@@ -109,13 +109,117 @@ def test_the_command_line_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_kind_overrides_the_shape(runner: CliRunner) -> None:
-    # A documentation dataset read as application content fails that schema, by field.
-    result = runner.invoke(app, ["evaluate", "check", str(DOCUMENTATION),
+def test_kind_decides_for_a_file_that_shows_no_kind(runner: CliRunner,
+                                                   tmp_path: Path) -> None:
+    # An application-content dataset without its marks is checked against the schema
+    # --kind names, by field.
+    data = content_data()
+    del data["source"]
+    for case in data["cases"]:
+        del case["expected_hit_ids"]
+    unmarked = write(tmp_path / "unmarked.json", data)
+    result = runner.invoke(app, ["evaluate", "check", str(unmarked),
                                  "--kind", "application-content"])
     assert isinstance(result.exception, DatasetError)
     assert "field 'source': missing key" in str(result.exception)
-    assert "field 'limit': missing key" in str(result.exception)
+    assert "field 'expected_hit_ids': missing key" in str(result.exception)
+
+
+BASELINES = DATASETS / "baselines"
+
+
+@pytest.mark.parametrize(("path", "kind", "message"), [
+    (DOCUMENTATION, "application-content",
+     "is a documentation dataset (index_profile, cases[].expected_source_labels), not an "
+     "application-content one: leave out --kind, or pass --kind documentation"),
+    (CONTENT, "documentation",
+     "is an application-content dataset (source, cases[].expected_hit_ids), not a "
+     "documentation one: leave out --kind, or pass --kind application-content"),
+    (BASELINES / "documentation-user-fixture-vector.json", "application-content",
+     "is a documentation report written by `evaluate documentation` (index_profile), not an "
+     "application-content one: leave out --kind, or pass --kind documentation"),
+    (BASELINES / "retrieval-tuning-fixture.json", "documentation",
+     "is a tuning report written by `tune-retrieval` (source), not a documentation one"),
+    (BASELINES / "retrieval-strategies-fixture.json", "documentation",
+     "is a strategies report written by `evaluate strategies` (source), not a documentation "
+     "one"),
+    (BASELINES / "application-content-fixture.json", "documentation",
+     "is an application-content report written by `evaluate application-content` (source), "
+     "not a documentation one"),
+], ids=["documentation-dataset", "content-dataset", "documentation-report", "tuning-report",
+        "strategies-report", "content-report"])
+def test_a_kind_the_file_does_not_show_is_refused_naming_the_file(
+        runner: CliRunner, path: Path, kind: str, message: str) -> None:
+    result = runner.invoke(app, ["evaluate", "check", str(path), "--kind", kind, "--json"])
+
+    assert result.exit_code == 2
+    out = json.loads(result.stdout)
+    assert out["error"].startswith(f"{path} {message}")
+    assert "missing key" not in out["error"]
+    assert (out["passed"], out["suite"], out["failures"]) == (False, None, [])
+
+
+def per_case_file(tmp_path: Path) -> Path:
+    """A per-case file as ``evaluate documentation --cases`` writes it, for the committed
+    documentation baseline."""
+    from ragplate.tasks.evaluation.cases import case_rows, cases_document
+    from ragplate.tasks.evaluation.scoring import CaseOutcome
+
+    report = json.loads((BASELINES / "documentation-developer-fixture-vector.json")
+                        .read_text(encoding="utf-8"))
+    outcomes = [CaseOutcome(case_id="kw-backup-dir", locale="en", slices=("ops",),
+                            ranked=("ops/BACKUPS.md",), relevant=("ops/BACKUPS.md",),
+                            citable=("ops/BACKUPS.md",), expect_authorized_empty=False,
+                            expect_supported_answer=True, expect_empty=False),
+                CaseOutcome(case_id="no-answer", locale="it", slices=(), ranked=(),
+                            relevant=(), citable=(), expect_authorized_empty=False,
+                            expect_supported_answer=False, expect_empty=True)]
+    return write(tmp_path / "cases.json", cases_document(report, case_rows(outcomes)))
+
+
+WRITTEN_ELSEWHERE = [
+    ("assistant-report", lambda _tmp: BASELINES / "assistant-fixture.json",
+     "is an assistant report written by `evaluate assistant`; evaluate check reads "
+     "documentation and application-content datasets and reports only"),
+    *[(f"bench-{name}", lambda _tmp, name=name: PROJECT_ROOT / "reports" / f"bench-{name}.json",
+       f"is a benchmark report written by `bench {name}`, not an evaluation dataset or report")
+      for name in ("indexing", "switch", "retrieval", "hostile", "assistant")],
+    ("bench-fusion", lambda tmp: write(tmp / "bench-fusion.json", {
+        "corpus": "docs", "model": "local:x", "depth_chunks": 50, "datasets": {}}),
+     "is a benchmark report written by `bench fusion`, not an evaluation dataset or report"),
+]
+
+
+@pytest.mark.parametrize("kind", [None, "documentation", "application-content"])
+def test_a_per_case_file_is_named_not_checked(runner: CliRunner, tmp_path: Path,
+                                              kind: str | None) -> None:
+    path = per_case_file(tmp_path)
+    told = ["--kind", kind] if kind else []
+
+    result = runner.invoke(app, ["evaluate", "check", str(path), *told])
+    assert isinstance(result.exception, InvalidInputError)
+    assert result.exception.exit_code == 2  # the command line's exit code
+    assert str(result.exception) == (f"{path} is a per-case file written by `evaluate "
+                                     "documentation --cases`, not a dataset or report")
+
+    as_json = runner.invoke(app, ["evaluate", "check", str(path), *told, "--json"])
+    assert as_json.exit_code == 2
+    assert json.loads(as_json.stdout) == {"file": str(path), "passed": False,
+                                          "error": str(result.exception), "suite": None,
+                                          "failures": []}
+
+
+@pytest.mark.parametrize(("name", "made", "message"), WRITTEN_ELSEWHERE,
+                         ids=[name for name, _, _ in WRITTEN_ELSEWHERE])
+def test_a_report_of_another_command_is_named(runner: CliRunner, tmp_path: Path, name: str,
+                                              made: Any, message: str) -> None:
+    path = made(tmp_path)
+    result = runner.invoke(app, ["evaluate", "check", str(path), "--json"])
+
+    assert result.exit_code == 2
+    out = json.loads(result.stdout)
+    assert out["error"] == f"{path} {message}"
+    assert (out["passed"], out["suite"], out["failures"]) == (False, None, [])
 
 
 def test_a_file_with_both_kinds_marks_is_refused_unless_kind_says(runner: CliRunner,
@@ -249,9 +353,12 @@ def test_json_output_of_a_failed_check_keeps_the_exit_code(runner: CliRunner,
     assert "field 'query'" in out["error"] and str(malformed) in out["error"]
 
 
-def test_an_assistant_dataset_is_told_where_it_is_checked(runner: CliRunner) -> None:
+@pytest.mark.parametrize("kind", [None, "documentation", "application-content"])
+def test_an_assistant_dataset_is_told_where_it_is_checked(runner: CliRunner,
+                                                          kind: str | None) -> None:
     path = DATASETS / "assistant-fixture.json"
-    result = runner.invoke(app, ["evaluate", "check", str(path)])
+    told = ["--kind", kind] if kind else []
+    result = runner.invoke(app, ["evaluate", "check", str(path), *told])
 
     assert result.exit_code != 0
     assert str(result.exception).startswith(f"{path}: an assistant dataset")

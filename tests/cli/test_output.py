@@ -19,7 +19,7 @@ from tests.testing.corpus import write_corpus
 from tests.testing.index_docs import index_docs_process
 
 
-def _record(name: str, level: int, message: str, **extra: str) -> logging.LogRecord:
+def _record(name: str, level: int, message: str, **extra: object) -> logging.LogRecord:
     record = logging.LogRecord(name, level, __file__, 1, message, None, None)
     for key, value in extra.items():
         setattr(record, key, value)
@@ -92,6 +92,20 @@ def test_the_count_of_events_sent_at_exit_is_not_printed_but_other_warnings_are(
         _record("EventsWorker", logging.WARNING, "Failed to connect to the events server"))
 
     assert lines == ["WARNING EventsWorker: Failed to connect to the events server"]
+
+
+def test_a_record_the_command_prints_itself_is_left_to_the_command() -> None:
+    from ragplate.tasks.progress import SHOWN_BY_COMMAND
+
+    warning = "the reranker did not run on 49 of 49 cases (status not_run)"
+    lines = _console_lines(
+        _record("prefect.flow_runs", logging.WARNING, warning, **FLOW, **SHOWN_BY_COMMAND),
+        _record("prefect.flow_runs", logging.INFO, "tune-retrieval: outcome within_noise\n"
+                "# Retrieval tuning profile measured by t.json", **FLOW, **SHOWN_BY_COMMAND),
+        _record("prefect.flow_runs", logging.WARNING, "2 expected hit id(s) are absent",
+                **FLOW))
+
+    assert lines == ["WARNING flow run 'brave-fox': 2 expected hit id(s) are absent"]
 
 
 def test_a_console_that_is_not_a_terminal_does_not_cut_a_table(

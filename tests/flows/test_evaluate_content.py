@@ -6,11 +6,14 @@ an overfitted or noisy winner on rankings recorded over the tuning fixture."""
 from __future__ import annotations
 
 import json
+import logging
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
 import sqlalchemy as sa
@@ -158,6 +161,41 @@ def test_cli_strategies_warns_when_the_reranker_did_not_run(
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "ragplate", *args], capture_output=True,
                           text=True, timeout=120, check=False)
+
+
+def run_logs(flow_run_id: str) -> list[tuple[int, str]]:
+    """The level and message of every record of a flow run's log, as the UI shows it."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        logs = client.read_logs(log_filter=LogFilter(
+            flow_run_id=LogFilterFlowRunId(any_=[UUID(flow_run_id)])))
+    return [(log.level, log.message) for log in logs]
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_cli_tune_retrieval_shows_the_block_and_the_warning_once(
+    prefect_api_url: str, seeded: sa.Engine, tmp_path: Path
+) -> None:
+    """The command as an operator runs it: the profile block (stdout) and the reranker's
+    warning (stderr) are printed once, not echoed again from the flow run's log, which
+    still holds both for the Prefect UI, the warning at WARNING."""
+    result = _cli("tune-retrieval", "--dataset", DATASET, "--output",
+                  str(tmp_path / "tuning.json"))
+
+    assert result.returncode == 0, result.stderr
+    block = "# Retrieval tuning profile measured by tuning.json (ndcg_at_5)."
+    warning = "the reranker did not run on 49 of 49 cases (status not_run)"
+    printed = result.stdout + result.stderr
+    assert printed.count(block) == 1 and block in result.stdout.splitlines()
+    assert printed.count(warning) == 1 and f"Warning: {warning}" in result.stderr
+    link = re.search(r"/runs/flow-run/([0-9a-f-]{36})", result.stderr)
+    assert link is not None, result.stderr
+    logs = run_logs(link.group(1))
+    assert [level for level, message in logs if warning in message] == [logging.WARNING]
+    assert sum(block in message for _, message in logs) == 1
 
 
 def test_cli_refuses_before_starting_anything(tmp_path: Path) -> None:

@@ -66,6 +66,19 @@ def test_the_default_home_follows_xdg_data_home(clean_env: pytest.MonkeyPatch,
     assert default_home({}) is None
 
 
+def test_an_empty_variable_is_unset_not_refused(clean_env: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    clean_env.setenv("RAGPLATE_MIN_SIMILARITY", "")
+    clean_env.setenv("RAGPLATE_HOME", "")
+    clean_env.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+    settings = load_settings()
+
+    assert settings.min_similarity is None
+    assert settings.home == (tmp_path / "data" / "ragplate").resolve()
+    assert default_home({"XDG_DATA_HOME": "/x", "RAGPLATE_HOME": ""}) == Path("/x/ragplate")
+
+
 def test_ragplate_home_wins_over_xdg_data_home(clean_env: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
     clean_env.setenv("XDG_DATA_HOME", str(tmp_path / "data"))

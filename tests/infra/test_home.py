@@ -18,6 +18,8 @@ from ragplate.infra.home import ragplate_home
     {"XDG_DATA_HOME": "{tmp}/xdg"},
     {"RAGPLATE_HOME": "{tmp}/explicit", "XDG_DATA_HOME": "{tmp}/xdg"},
     {"RAGPLATE_HOME": "relative/home"},
+    {"RAGPLATE_HOME": ""},
+    {"RAGPLATE_HOME": "", "XDG_DATA_HOME": "{tmp}/xdg"},
     {},
 ])
 def test_the_entry_points_home_is_the_settings_home(

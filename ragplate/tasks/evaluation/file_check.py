@@ -13,7 +13,15 @@ A file is a *dataset* when its root holds ``cases`` and a *report* when it holds
 
 A file showing the marks of both kinds, or of neither, is refused with an error naming the
 file and what was found, rather than guessed: a guess would report the errors of the wrong
-schema. A dataset is then read with
+schema. A ``--kind`` is for such a file: given for a file whose marks show the other kind
+alone, it is refused naming what the file is.
+
+Files other commands write that this check does not read are named by top-level keys their
+writer always sets and no dataset or checked report carries (:data:`OTHER_FILES`): the
+per-case file of ``evaluate documentation --cases``, the assistant's report and the
+benchmarks' figures; so is an assistant dataset (cases carrying ``expected_surface``).
+Such a file is refused naming what it is, rather than with the missing keys of a schema
+it was never meant to have. A dataset is then read with
 :func:`ragplate.tasks.evaluation.dataset_files.read_dataset` (caps and exact schema;
 errors name the case and the field) and checked against its expectation
 suite; a report is checked against the suite of its kind.
@@ -46,6 +54,29 @@ REPORT_MARKS: dict[DatasetKind, frozenset[str]] = {
     "application_content": frozenset({"source"}),
 }
 _SPOKEN = {"documentation": "documentation", "application_content": "application-content"}
+_ARTICLE = {"documentation": "a", "application_content": "an"}
+_NOT_READ = "not an evaluation dataset or report"
+#: Files other commands write, each told by top-level keys its writer always sets (all of
+#: them must be present), with what the error says the file is.
+OTHER_FILES: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({"cases", "failing", "case_count", "retrieval"}),
+     "a per-case file written by `evaluate documentation --cases`, not a dataset or report"),
+    (frozenset({"metrics", "level", "guardrails", "completion"}),
+     "an assistant report written by `evaluate assistant`; evaluate check reads "
+     "documentation and application-content datasets and reports only"),
+    (frozenset({"pipeline_to_raw_ratio", "unchanged_whole_process"}),
+     f"a benchmark report written by `bench indexing`, {_NOT_READ}"),
+    (frozenset({"switch_to_raw_ratio", "rework_after_kill"}),
+     f"a benchmark report written by `bench switch`, {_NOT_READ}"),
+    (frozenset({"recipes", "baseline"}),
+     f"a benchmark report written by `bench retrieval`, {_NOT_READ}"),
+    (frozenset({"depth_chunks", "datasets"}),
+     f"a benchmark report written by `bench fusion`, {_NOT_READ}"),
+    (frozenset({"runs", "time_ratio_indexable_vs_clean"}),
+     f"a benchmark report written by `bench hostile`, {_NOT_READ}"),
+    (frozenset({"screening_rules", "screening", "help_process"}),
+     f"a benchmark report written by `bench assistant`, {_NOT_READ}"),
+)
 
 
 def _marks_found(data: dict[str, Any]) -> dict[DatasetKind, list[str]]:
@@ -63,26 +94,69 @@ def _marks_found(data: dict[str, Any]) -> dict[DatasetKind, list[str]]:
     return found
 
 
-def file_kind(path: Path, data: dict[str, Any]) -> DatasetKind:
-    """The kind of the dataset or report ``data`` read from ``path``, from its shape (see the
-    module docstring); raises :class:`InvalidInputError` naming the file when both kinds
-    or neither show."""
-    what = "dataset" if "cases" in data else "report"
-    if what == "dataset":
-        found = _marks_found(data)
-    else:
-        found = {kind: sorted(marks & data.keys()) for kind, marks in REPORT_MARKS.items()}
-    kinds = [kind for kind, marks in found.items() if marks]
-    if len(kinds) == 1:
-        return kinds[0]
+def other_file(data: dict[str, Any]) -> str | None:
+    """What ``data`` is when it is a file of :data:`OTHER_FILES` (the first whose keys it
+    all carries), or ``None``."""
+    for keys, what in OTHER_FILES:
+        if keys <= data.keys():
+            return what
+    return None
+
+
+def _found(data: dict[str, Any]) -> tuple[Literal["dataset", "report"],
+                                           dict[DatasetKind, list[str]]]:
+    """Whether ``data`` is a dataset or a report, and the marks of each kind it carries."""
+    if "cases" in data:
+        return "dataset", _marks_found(data)
+    return "report", {kind: sorted(marks & data.keys()) for kind, marks in REPORT_MARKS.items()}
+
+
+def _report_name(data: dict[str, Any], kind: DatasetKind) -> str:
+    """The report ``data`` of ``kind``, named by the command that writes it."""
+    if kind == "documentation":
+        return "a documentation report written by `evaluate documentation`"
+    if "candidates" in data:
+        return "a tuning report written by `tune-retrieval`"
+    if "reranker" in data:
+        return "a strategies report written by `evaluate strategies`"
+    return "an application-content report written by `evaluate application-content`"
+
+
+def refuse_other_kind(path: Path, data: dict[str, Any], kind: DatasetKind) -> None:
+    """Refuse ``kind`` (a ``--kind``) for a file whose marks show the other kind alone,
+    naming what the file is; a file showing both kinds or neither is left to ``kind``."""
+    what, found = _found(data)
+    kinds = [shown for shown, marks in found.items() if marks]
+    if len(kinds) != 1 or kinds[0] == kind:
+        return
+    shown = kinds[0]
+    named = (f"{_ARTICLE[shown]} {_SPOKEN[shown]} dataset" if what == "dataset"
+             else _report_name(data, shown))
+    raise InvalidInputError(f"{path} is {named} ({', '.join(found[shown])}), not "
+                            f"{_ARTICLE[kind]} {_SPOKEN[kind]} one: leave out --kind, or pass "
+                            f"--kind {_SPOKEN[shown]}")
+
+
+def _refuse_assistant_dataset(path: Path, data: dict[str, Any],
+                              kinds: list[DatasetKind]) -> None:
     cases = data.get("cases")
-    if (what == "dataset" and isinstance(cases, list) and cases
+    if (len(kinds) != 1 and isinstance(cases, list) and cases
             and isinstance(cases[0], dict) and "expected_surface" in cases[0]):
         # Neither --kind fits it: say what does, rather than offer two wrong choices.
         raise InvalidInputError(f"{path}: an assistant dataset (expected_surface); evaluate "
                                 "check reads documentation and application-content files, "
                                 "and ragplate evaluate assistant --dataset checks this one "
                                 "as it reads it")
+
+
+def file_kind(path: Path, data: dict[str, Any]) -> DatasetKind:
+    """The kind of the dataset or report ``data`` read from ``path``, from its shape (see the
+    module docstring); raises :class:`InvalidInputError` naming the file when both kinds
+    or neither show."""
+    what, found = _found(data)
+    kinds = [kind for kind, marks in found.items() if marks]
+    if len(kinds) == 1:
+        return kinds[0]
     if kinds:
         seen = "; ".join(f"{_SPOKEN[kind]}: {', '.join(found[kind])}" for kind in kinds)
         problem = f"carries the marks of both kinds ({seen})"
@@ -131,12 +205,20 @@ def check_file(path: Path, kind: DatasetKind | None = None) -> FileCheck:
                                 f"{exc.msg})") from exc
     except ValueError as exc:
         raise InvalidInputError(f"{path}: not JSON ({exc})") from exc
+    other = other_file(data) if isinstance(data, dict) else None
+    if other is not None:
+        raise InvalidInputError(f"{path} is {other}")
     is_dataset = isinstance(data, dict) and "cases" in data
     is_report = isinstance(data, dict) and ("metrics" in data or "candidates" in data)
     if not (is_dataset or is_report):
         raise InvalidInputError(f"{path}: neither a dataset (cases) nor a report (metrics or "
                                 "candidates)")
-    kind = kind or file_kind(path, data)
+    if is_dataset:
+        _refuse_assistant_dataset(path, data, [k for k, m in _found(data)[1].items() if m])
+    if kind is None:
+        kind = file_kind(path, data)
+    else:
+        refuse_other_kind(path, data, kind)
     with naming(path):
         validation = (_check_dataset(path, kind) if is_dataset else _check_report(data, kind))
     return FileCheck(path, "dataset" if is_dataset else "report", kind, validation)
