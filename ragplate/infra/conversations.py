@@ -12,7 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ragplate.catalog.schema import conversations, messages
+from ragplate.catalog.schema import conversations, messages, write_proposals
 
 
 @dataclass(frozen=True)
@@ -93,17 +93,38 @@ def list_conversations(conn: sa.Connection, *, user_id: int, limit: int = 100
     return [Conversation(r.id, r.title, r.created_at) for r in rows]
 
 
+@dataclass(frozen=True)
+class DeletedConversation:
+    """What a delete removed beside the conversation and its messages."""
+
+    proposals: int
+    #: Of them, those nobody had decided (they can no longer be).
+    undecided: int
+
+
 def delete_conversation(conn: sa.Connection, *, user_id: int, conversation_id: uuid.UUID
-                        ) -> bool:
-    """Delete the conversation if it belongs to ``user_id``; whether it did. Its messages
-    and the write proposals made in it go with it (their foreign keys cascade); the audit
-    trail of those writes stays (it has no foreign key). A turn storing its answer holds
-    the conversation's row until it commits, so the delete waits for it, and a turn that
-    stores after the delete finds no conversation to write to."""
-    deleted = conn.execute(conversations.delete().where(
+                        ) -> DeletedConversation | None:
+    """Delete the conversation if it belongs to ``user_id`` (``None`` otherwise). Its
+    messages and the write proposals made in it go with it (their foreign keys cascade);
+    the audit trail of those writes stays (it has no foreign key).
+
+    Locks are taken in the order every other writer takes them, so nothing deadlocks: the
+    conversation row first (a turn storing its answer holds it until it commits, and one
+    that stores after the delete finds no conversation), then its proposals in id order (a
+    confirm holds its proposal, then takes the message row the cascade would take first),
+    and only then the cascading delete."""
+    owned = conn.execute(sa.select(conversations.c.id).where(
         conversations.c.id == conversation_id, conversations.c.user_id == user_id)
-        .returning(conversations.c.id)).first()
-    return deleted is not None
+        .with_for_update()).first()
+    if owned is None:
+        return None
+    statuses = conn.execute(
+        sa.select(write_proposals.c.status)
+        .where(write_proposals.c.conversation_id == conversation_id)
+        .order_by(write_proposals.c.id).with_for_update()).scalars().all()
+    conn.execute(conversations.delete().where(conversations.c.id == conversation_id))
+    return DeletedConversation(proposals=len(statuses),
+                               undecided=sum(s == "proposed" for s in statuses))
 
 
 def insert_message(conn: sa.Connection, *, conversation_id: uuid.UUID, role: str, text: str,

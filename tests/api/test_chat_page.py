@@ -136,9 +136,9 @@ def page(browser: Browser) -> Iterator[Page]:
 
     def console(message: ConsoleMessage) -> None:
         # Chromium logs every 4xx fetch; a wrong token's 401, a guest's 403, a refused 422,
-        # a busy person's 429 and a full stream pool's 503 are the page working.
+        # a busy person's 429, a proxy's 502 and a full stream pool's 503 are the page working.
         if message.type == "error" and not any(f"status of {status}" in message.text
-                                               for status in (401, 403, 422, 429, 503)):
+                                               for status in (401, 403, 422, 429, 502, 503)):
             problems.append(f"console: {message.text}")
 
     tab.on("console", console)
@@ -505,6 +505,22 @@ def test_a_first_question_refused_leaves_no_conversation_and_a_retry_makes_it_ag
     [kept] = stored_conversations(server, person)
     assert kept["title"] == QUESTION
     expect(page.locator("#conversation-list button")).to_have_attribute("data-id", kept["id"])
+
+
+def test_a_proxys_error_keeps_the_conversation_the_answer_may_already_be_stored_in(
+    server: AppServer, engine: sa.Engine, page: Page
+) -> None:
+    # A proxy's 502 can come after the server stored the question and its answer: only
+    # the statuses the API gives before any work (413, 422, 429, 503) delete.
+    refuse_the_stream(page, 502, {"error": "BadGateway", "detail": "upstream closed"})
+    person = token(engine)
+    sign_in(page, server, person)
+    send(page, QUESTION)
+
+    expect(page.locator("#chat-error")).to_contain_text("502")
+    expect(page.locator("#conversation-list > li")).to_have_count(1)
+    [kept] = stored_conversations(server, person)
+    assert kept["title"] == QUESTION
 
 
 #: Event-stream texts and the events they hold, each fed to the page's parser whole, one

@@ -7,6 +7,9 @@ is refused. (A conversation with an answer being streamed: tests/api/test_agent_
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +20,8 @@ from fastapi.testclient import TestClient
 
 from ragplate.api.app import create_app
 from ragplate.catalog.settings import ServerSettings, Settings
+from ragplate.infra import conversations as store
+from ragplate.infra import writes as writes_sql
 from tests.testing.chat_double import ChatDouble
 from tests.testing.people import bearer
 from tests.testing.writes import OPTED_IN, TICKET_APPROVER, TICKET_MEMBER, answer, audit_rows, calls
@@ -81,7 +86,8 @@ def rows(engine: sa.Engine, table: str, cid: str) -> int:
 
 
 def test_the_owner_deletes_a_conversation_with_its_messages_and_unconfirmed_proposals(
-        client: TestClient, double: ChatDouble, engine: sa.Engine) -> None:
+        client: TestClient, double: ChatDouble, engine: sa.Engine,
+        caplog: pytest.LogCaptureFixture) -> None:
     tenant = f"d-{uuid.uuid4().hex[:6]}"
     member, approver = person(engine, TICKET_MEMBER, tenant), person(engine, TICKET_APPROVER,
                                                                      tenant)
@@ -96,9 +102,14 @@ def test_the_owner_deletes_a_conversation_with_its_messages_and_unconfirmed_prop
     assert [r["event"] for r in trail] == ["proposed", "proposed", "confirmed"]
     assert rows(engine, "messages", cid) == 4 and rows(engine, "write_proposals", cid) == 2
 
-    deleted = client.delete(f"{CONVERSATIONS}/{cid}", headers=member)
+    with caplog.at_level(logging.INFO, logger="ragplate.assistant.audit"):
+        deleted = client.delete(f"{CONVERSATIONS}/{cid}", headers=member)
 
     assert deleted.status_code == 204 and deleted.content == b""
+    [logged] = [r.getMessage() for r in caplog.records
+                if r.getMessage().startswith("Conversation deleted")]
+    assert f"conversation={cid} proposals=2 undecided=1" in logged
+    assert "impersonated_by=None" in logged
     assert client.get(f"{CONVERSATIONS}/{cid}", headers=member).status_code == 404
     assert cid not in {c["id"] for c in client.get(CONVERSATIONS, headers=member).json()}
     assert rows(engine, "messages", cid) == 0 and rows(engine, "write_proposals", cid) == 0
@@ -158,3 +169,67 @@ def test_a_query_parameter_or_a_body_the_delete_would_ignore_is_a_422(
     # An empty body is no body: the plain request deletes it.
     assert client.request("DELETE", f"{CONVERSATIONS}/{cid}", headers={
         **owner, "Content-Length": "0"}).status_code == 204
+
+
+def test_a_delete_racing_a_confirm_waits_for_it_instead_of_deadlocking(
+        client: TestClient, double: ChatDouble, engine: sa.Engine) -> None:
+    """A confirm locks its proposal, then the message row; the delete must not take the
+    message row (through the cascade) before the proposals, or the two deadlock."""
+    tenant = f"r-{uuid.uuid4().hex[:6]}"
+    member, approver = person(engine, TICKET_MEMBER, tenant), person(engine, TICKET_APPROVER,
+                                                                     tenant)
+    cid = start(client, member)
+    write = propose(client, double, member, cid, new_ticket(client, approver))
+    with engine.connect() as conn:
+        proposal = conn.execute(sa.text("SELECT user_id, message_id FROM write_proposals "
+                                        "WHERE id = :p"), {"p": write["id"]}).one()
+    held, outcomes = threading.Event(), {}
+
+    def confirm_midway() -> None:
+        try:
+            with engine.begin() as conn:
+                assert writes_sql.read_proposal(conn, uuid.UUID(write["id"]),
+                                                user_id=proposal.user_id, lock=True)
+                held.set()
+                wait_for_a_lock_wait(engine)
+                writes_sql.update_message_write(conn, proposal.message_id, write["id"],
+                                                {"status": "rejected"})
+            outcomes["confirm"] = "ok"
+        except Exception as error:
+            outcomes["confirm"] = repr(error)
+
+    def delete() -> None:
+        held.wait(10)
+        try:
+            with engine.begin() as conn:
+                found = store.delete_conversation(conn, user_id=proposal.user_id,
+                                                  conversation_id=uuid.UUID(cid))
+            outcomes["delete"] = found
+        except Exception as error:
+            outcomes["delete"] = repr(error)
+
+    threads = [threading.Thread(target=confirm_midway), threading.Thread(target=delete)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+
+    assert outcomes == {"confirm": "ok",
+                        "delete": store.DeletedConversation(proposals=1, undecided=1)}
+    assert rows(engine, "messages", cid) == 0 and rows(engine, "write_proposals", cid) == 0
+
+
+def wait_for_a_lock_wait(engine: sa.Engine, seconds: float = 10.0) -> None:
+    """Until another session of the database waits on a row lock (the delete, blocked)."""
+    deadline = time.monotonic() + seconds
+    with engine.connect() as conn:
+        while time.monotonic() < deadline:
+            waiting = conn.execute(sa.text(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()")).scalar_one()
+            # The statistics are a snapshot per transaction: a new one each time.
+            conn.rollback()
+            if waiting:
+                return
+            time.sleep(0.05)
+    raise AssertionError("the delete never waited for the confirm's lock")

@@ -3,6 +3,7 @@ else's reads as absent, a 404)."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 from sqlalchemy.engine import Engine
@@ -11,6 +12,11 @@ from ragplate.catalog.errors import NotFoundError
 from ragplate.catalog.people import Person
 from ragplate.infra import conversations as store
 from ragplate.infra.conversations import Conversation
+from ragplate.tasks.writes.audit import AUDIT_LOGGER
+
+#: A deletion is logged beside the write audit lines: the proposals it withdrew leave
+#: only their ``proposed`` event in the trail, and this line says where they went.
+logger = logging.getLogger(AUDIT_LOGGER)
 
 MAX_TITLE_CHARS = 200
 
@@ -47,5 +53,8 @@ def delete(engine: Engine, *, person: Person, conversation_id: uuid.UUID) -> Non
     with engine.begin() as conn:
         deleted = store.delete_conversation(conn, user_id=person.id,
                                             conversation_id=conversation_id)
-    if not deleted:
+    if deleted is None:
         raise NotFoundError("no such conversation")
+    logger.info("Conversation deleted: actor=%s impersonated_by=%s conversation=%s "
+                "proposals=%s undecided=%s", person.id, person.impersonated_by,
+                conversation_id, deleted.proposals, deleted.undecided)

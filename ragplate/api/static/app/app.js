@@ -29,6 +29,9 @@ import { language, languageOf, setLanguage, t, translate } from "./i18n.js";
 const TOKEN_KEY = "ragplate.token";
 const LOCALE_KEY = "ragplate.locale";
 const TITLE_LENGTH = 80;
+// What the API answers before it stores anything of a question: too large, invalid, too
+// many streams of this person, no stream slot free.
+const REFUSED_BEFORE_WORK = new Set([413, 422, 429, 503]);
 
 const $ = (id) => document.getElementById(id);
 
@@ -488,6 +491,9 @@ function handleError(error) {
 
 async function ask(text) {
   showError("");
+  // The token of this question: a sign-out while it is on its way must not leave the
+  // conversation made for it behind for want of one.
+  const token = state.token;
   const question = userMessage(text);
   const shell = assistantShell("pending");
   shell.item.setAttribute("aria-busy", "true");
@@ -506,10 +512,11 @@ async function ask(text) {
   let started = null; // the conversation made for this question, while it holds nothing
   try {
     if (!state.currentId) {
-      const created = await createConversation(state.token, titleOf(text));
+      const created = await createConversation(token, titleOf(text));
       if (controller.signal.aborted) {
-        // Another conversation was picked meanwhile; nothing was asked in this one.
-        deleteConversation(state.token, created.id).catch(() => {});
+        // Another conversation was picked meanwhile (or the person signed out); nothing
+        // was asked in this one.
+        deleteConversation(token, created.id).catch(() => {});
         return;
       }
       started = created;
@@ -518,7 +525,7 @@ async function ask(text) {
       renderConversationList();
       setTitle(created);
     }
-    for await (const event of askStreaming(state.token, state.currentId, text, controller.signal)) {
+    for await (const event of askStreaming(token, state.currentId, text, controller.signal)) {
       window.dispatchEvent(new CustomEvent("ragplate:stream", { detail: event }));
       switch (event.type) {
         case "response.in_progress": {
@@ -597,9 +604,11 @@ async function ask(text) {
         state.currentId = null;
         renderConversationList();
         setTitle(null);
-      } else if (started && error.status >= 400 && error.status !== 401) {
-        // Made for this question alone, it would stay listed empty for good.
-        await discard(started.id);
+      } else if (started && REFUSED_BEFORE_WORK.has(error.status)) {
+        // Made for this question alone, it would stay listed empty for good. Only the
+        // statuses the API answers before doing anything: a proxy's 502 or 504 may come
+        // after the answer was stored.
+        await discard(token, started.id);
         if (controller.signal.aborted) return; // the person moved on meanwhile
       }
       handleError(error);
@@ -619,9 +628,9 @@ async function ask(text) {
 /** Delete the conversation ``id`` that the page made for a question the assistant refused
  * before accepting it (so it holds no message); the next question makes a new one. Kept
  * when the server does not delete it (the next question then goes to it). */
-async function discard(id) {
+async function discard(token, id) {
   try {
-    await deleteConversation(state.token, id);
+    await deleteConversation(token, id);
   } catch (error) {
     if (!(error instanceof ApiError && error.status === 404)) return;
   }
