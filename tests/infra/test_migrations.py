@@ -76,8 +76,9 @@ def test_an_existing_database_holding_tokens_gets_their_expiry(ragplate_home: Pa
                                                                engine: sa.Engine) -> None:
     """A database at 0013 (before tokens expired) holding tokens, upgraded as the first use
     of a new release upgrades it: every token gets an expiry counted from when it was
-    issued (90 days; 8 hours for one acting as someone), the column becomes required, and
-    an old token is refused as expired while a recent one still works."""
+    issued (90 days; 8 hours for one acting as someone), a person's own token that would
+    expire within 14 days lives 14 days from the upgrade instead, the column becomes
+    required, and an old session acting as someone is refused as expired."""
     import psycopg
 
     from ragplate.catalog.errors import AuthenticationError
@@ -119,17 +120,20 @@ def test_an_existing_database_holding_tokens_gets_their_expiry(ragplate_home: Pa
                       if c["name"] == "expires_at")
         assert column["nullable"] is False
         with old.connect() as conn:
-            lifetimes = {row.token_hash: row.lifetime for row in conn.execute(sa.text(
-                "SELECT token_hash, expires_at - created_at AS lifetime FROM api_tokens"))}
-        assert lifetimes == {token_hash("rp_fresh"): timedelta(days=90),
-                             token_hash("rp_stale"): timedelta(days=90),
-                             token_hash("rp_acting"): timedelta(hours=8),
-                             token_hash("rp_acting-stale"): timedelta(hours=8)}
-        for token in ("fresh", "acting"):
+            found = {row.token_hash: (row.lifetime, row.left) for row in conn.execute(sa.text(
+                "SELECT token_hash, expires_at - created_at AS lifetime, "
+                "expires_at - now() AS left FROM api_tokens"))}
+        lifetimes = {key: lifetime for key, (lifetime, _) in found.items()}
+        assert lifetimes[token_hash("rp_fresh")] == timedelta(days=90)
+        assert lifetimes[token_hash("rp_acting")] == timedelta(hours=8)
+        assert lifetimes[token_hash("rp_acting-stale")] == timedelta(hours=8)
+        # 100 days old: past its 90, it is given the 14 days of grace from the upgrade.
+        grace = found[token_hash("rp_stale")][1]
+        assert timedelta(days=13, hours=23) < grace <= timedelta(days=14)
+        for token in ("fresh", "stale", "acting"):
             assert authenticate(upgraded, f"Bearer rp_{token}").name == "ada"
-        for token in ("stale", "acting-stale"):
-            with pytest.raises(AuthenticationError, match=r"^token expired"):
-                authenticate(upgraded, f"Bearer rp_{token}")
+        with pytest.raises(AuthenticationError, match=r"^token expired"):
+            authenticate(upgraded, "Bearer rp_acting-stale")
     finally:
         old.dispose()
         database.dispose(database.database_url(external))
