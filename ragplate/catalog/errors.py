@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -22,6 +22,31 @@ class ConfigurationError(RagplateError):
 
     http_status = 500
     exit_code = 2
+
+
+class EmptyVariableError(ConfigurationError):
+    """``RAGPLATE_*`` variables ragplate reads that are set but empty (or only whitespace).
+
+    Refused rather than read as unset: ``RAGPLATE_DATABASE_URL=`` (a compose file whose
+    ``${DATABASE_URL}`` is unset) would otherwise start on the embedded database."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = tuple(names)
+        if len(self.names) == 1:
+            message = (f"{self.names[0]} is set but empty: unset it to use the default, or "
+                       "give a value")
+        else:
+            message = (f"{', '.join(self.names)} are set but empty: unset them to use the "
+                       "defaults, or give values")
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.names,))
+
+
+def is_blank(value: str) -> bool:
+    """Whether an environment variable's value is empty or only whitespace."""
+    return not value.strip()
 
 
 class UnknownProfileError(ConfigurationError):

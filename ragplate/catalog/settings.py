@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -25,12 +25,17 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from ragplate.catalog.crud import CRUD_ENTITIES, OPERATIONS
 from ragplate.catalog.documents import DEFAULT_MAX_SOURCE_BYTES
 from ragplate.catalog.entities import Entity
-from ragplate.catalog.errors import ConfigurationError
+from ragplate.catalog.errors import ConfigurationError, EmptyVariableError, is_blank
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BUNDLED_DOCS = PROJECT_ROOT / "docs"
@@ -112,15 +117,50 @@ def _known_entity(name: str) -> None:
                          f"{', '.join(sorted(CRUD_ENTITIES))})")
 
 
+#: Settings whose value may be only whitespace (the delimiter splitter's ``\n\n``): only
+#: an empty variable is refused for them.
+_WHITESPACE_VALUES = frozenset({"splitter_delimiter"})
+
+
+class _EnvRefusingEmpty(EnvSettingsSource):
+    """The environment source, refusing every variable it reads for a field that is set
+    but empty (or only whitespace), nested ones included, instead of reading it as a value
+    or as unset: ``RAGPLATE_DATABASE_URL=`` (a compose file whose ``${DATABASE_URL}`` is
+    unset) must not start on the embedded database. Other ``RAGPLATE_*`` variables are not
+    its to judge, and a value given in code is not read here."""
+
+    def __call__(self) -> dict[str, Any]:
+        empty = self.empty_variables()
+        if empty:
+            raise EmptyVariableError(empty)
+        return super().__call__()
+
+    def empty_variables(self) -> list[str]:
+        """The variables read for a field (``RAGPLATE_DATABASE_URL``) or exploded into one
+        (``RAGPLATE_SERVERS__CHAT__URL``) that hold no value, upper-case, in field order."""
+        found: dict[str, None] = {}
+        for field_name, field in self.settings_cls.model_fields.items():
+            blank = ((lambda value: value == "") if field_name in _WHITESPACE_VALUES
+                     else is_blank)
+            for _, env_name, value_is_complex in self._extract_field_info(field, field_name):
+                # As prepare_field_value: nested variables are read for a complex field.
+                nested = (f"{env_name}{self.env_nested_delimiter}"
+                          if self.env_nested_delimiter
+                          and (value_is_complex or self._field_is_complex(field)[0])
+                          else None)
+                for name, value in self.env_vars.items():
+                    read = name == env_name or (nested is not None and name.startswith(nested))
+                    if read and isinstance(value, str) and blank(value):
+                        found[name.upper()] = None
+        return list(found)
+
+
 class Settings(BaseSettings):
     """Every ``RAGPLATE_*`` setting, with its default and meaning."""
 
     model_config = SettingsConfigDict(
         env_prefix="RAGPLATE_",
         env_nested_delimiter="__",
-        # An empty variable (RAGPLATE_MIN_SIMILARITY=) is unset: its default applies. No
-        # setting gives the empty string a meaning of its own ([] and {} are JSON).
-        env_ignore_empty=True,
         extra="ignore",
         validate_default=True,
     )
@@ -482,6 +522,30 @@ class Settings(BaseSettings):
         description="Tests only: also declare the fast hashing embedding profiles "
         "(local:ragplate/hashing-64 and others; read when ragplate starts).",
     )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The default sources, the environment's refusing a variable set but empty."""
+        assert isinstance(env_settings, EnvSettingsSource)
+        env = _EnvRefusingEmpty(
+            settings_cls,
+            case_sensitive=env_settings.case_sensitive,
+            env_prefix=env_settings.env_prefix,
+            env_prefix_target=env_settings.env_prefix_target,
+            env_nested_delimiter=env_settings.env_nested_delimiter,
+            env_nested_max_split=env_settings.env_nested_max_split,
+            env_ignore_empty=False,
+            env_parse_none_str=env_settings.env_parse_none_str,
+            env_parse_enums=env_settings.env_parse_enums,
+        )
+        return init_settings, env, dotenv_settings, file_secret_settings
 
     @field_validator("database_url", mode="after")
     @classmethod

@@ -99,14 +99,15 @@ def main() -> None:
 
 def _main() -> None:
     configure_logging()
-    # Before any command imports prefect (which creates its home then): under RAGPLATE_HOME.
-    use_home_for_prefect(ragplate_home(os.environ))
     problem = undecodable_argument(sys.argv[1:])
     if problem is not None:  # before Typer, which would fail on it with a traceback
         err_console.print(f"[red]Error:[/red] {escape(problem)}", highlight=False,
                           soft_wrap=True)
         sys.exit(2)
     try:
+        # Before any command imports prefect (which creates its home then): under
+        # RAGPLATE_HOME (refused, like any RagplateError below, when set but empty).
+        use_home_for_prefect(ragplate_home(os.environ))
         # Without standalone mode Typer returns exit codes (e.g. 130 on Ctrl-C) instead
         # of exiting with them.
         code = app(standalone_mode=False)

@@ -17,7 +17,12 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_settings.exceptions import SettingsError
 
-from ragplate.catalog.errors import ConfigurationError, validation_message
+from ragplate.catalog.errors import (
+    ConfigurationError,
+    EmptyVariableError,
+    is_blank,
+    validation_message,
+)
 from ragplate.catalog.profiles import enable_test_profiles
 from ragplate.catalog.settings import Settings
 
@@ -26,9 +31,13 @@ _HOME = "RAGPLATE_HOME"
 
 def default_home(environ: Mapping[str, str]) -> Path | None:
     """``$XDG_DATA_HOME/ragplate`` when ``XDG_DATA_HOME`` is set and ``RAGPLATE_HOME`` is
-    not (empty is unset, as for every setting); ``None`` otherwise (the variable, or the
-    settings' own default, applies)."""
-    if any(key.upper() == _HOME and value for key, value in environ.items()):
+    not; ``None`` otherwise (the variable, or the settings' own default, applies). A
+    ``RAGPLATE_HOME`` set but empty (or only whitespace) is refused with
+    :class:`EmptyVariableError`, as for every setting."""
+    named = [value for key, value in environ.items() if key.upper() == _HOME]
+    if named and is_blank(named[0]):
+        raise EmptyVariableError([_HOME])
+    if named:
         return None
     base = environ.get("XDG_DATA_HOME")
     return Path(base) / "ragplate" if base else None

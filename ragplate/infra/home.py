@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ragplate.catalog.errors import ConfigurationError
+from ragplate.catalog.errors import ConfigurationError, EmptyVariableError, is_blank
 
 
 def ensure_dir(path: Path) -> Path:
@@ -39,10 +39,13 @@ _chosen: dict[str, str] = {}
 
 
 def ragplate_home(environ: Mapping[str, str]) -> Path:
-    """``RAGPLATE_HOME`` as the settings read it from ``environ`` (any case; empty is
-    unset), else ``$XDG_DATA_HOME/ragplate``, else :data:`DEFAULT_HOME`; absolute."""
-    named = [value for key, value in environ.items()
-             if key.upper() == "RAGPLATE_HOME" and value]
+    """``RAGPLATE_HOME`` as the settings read it from ``environ`` (any case), else
+    ``$XDG_DATA_HOME/ragplate``, else :data:`DEFAULT_HOME`; absolute. Set but empty (or
+    only whitespace), it is refused with :class:`EmptyVariableError`, as the settings
+    refuse it."""
+    named = [value for key, value in environ.items() if key.upper() == "RAGPLATE_HOME"]
+    if named and is_blank(named[0]):
+        raise EmptyVariableError(["RAGPLATE_HOME"])
     if named:
         home = Path(named[0])
     elif environ.get("XDG_DATA_HOME"):

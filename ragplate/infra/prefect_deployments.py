@@ -28,7 +28,13 @@ from typing import Any
 
 import yaml
 
-from ragplate.catalog.errors import ConfigurationError, RagplateError, ServiceError
+from ragplate.catalog.errors import (
+    ConfigurationError,
+    EmptyVariableError,
+    RagplateError,
+    ServiceError,
+    is_blank,
+)
 from ragplate.catalog.settings import Settings
 from ragplate.infra import flow_runs, prefect_server
 from ragplate.infra.home import (
@@ -62,8 +68,11 @@ class Declared:
 def project_root(checkout: str | None, package_checkout: Path, cwd: Path) -> Path:
     """The directory holding ``prefect.yaml``: ``checkout`` (``RAGPLATE_CHECKOUT``) when
     given, else the checkout ragplate runs from, else ``cwd``. Raises
-    :class:`ConfigurationError` when the chosen directory has no ``prefect.yaml``."""
-    if checkout:
+    :class:`ConfigurationError` when the chosen directory has no ``prefect.yaml``, and
+    :class:`EmptyVariableError` when ``checkout`` is given but empty."""
+    if checkout is not None and is_blank(checkout):
+        raise EmptyVariableError([CHECKOUT_VARIABLE])
+    if checkout is not None:
         root = Path(checkout).expanduser().resolve()
         if not (root / PREFECT_FILE).is_file():
             raise ConfigurationError(f"{CHECKOUT_VARIABLE}={checkout}: no {PREFECT_FILE} there; "

@@ -51,28 +51,86 @@ def test_variables_without_the_prefix_are_ignored(clean_env: pytest.MonkeyPatch)
     assert settings.max_documents == Settings.model_fields["max_documents"].default != 3
 
 
-#: Every setting's variable, and nested ones (a server's URL, its API).
+#: Every setting's variable, and nested ones (a server's URL, its API, a documentation root).
 EVERY_VARIABLE = [f"RAGPLATE_{name.upper()}" for name in Settings.model_fields] + [
-    "RAGPLATE_SERVERS__RERANK__URL", "RAGPLATE_SERVERS__RERANK__API"]
+    "RAGPLATE_SERVERS__CHAT__URL", "RAGPLATE_SERVERS__RERANK__API",
+    "RAGPLATE_DOCS_ROOTS__FAQ_MINE"]
+
+
+def refusal(*variables: str) -> str:
+    if len(variables) == 1:
+        return (f"{variables[0]} is set but empty: unset it to use the default, or give a "
+                "value")
+    return (f"{', '.join(variables)} are set but empty: unset them to use the defaults, or "
+            "give values")
 
 
 @pytest.mark.parametrize("variable", EVERY_VARIABLE)
-def test_an_empty_variable_is_unset(clean_env: pytest.MonkeyPatch, variable: str) -> None:
-    clean_env.delenv(variable, raising=False)
-    unset = Settings()
+def test_a_variable_set_but_empty_is_refused_naming_it(clean_env: pytest.MonkeyPatch,
+                                                       variable: str) -> None:
+    # RAGPLATE_DATABASE_URL= (a compose file whose ${DATABASE_URL} is unset) must not start
+    # on the embedded database, nor RAGPLATE_APP_KEY= mean "no key" or an empty key.
     clean_env.setenv(variable, "")
 
-    assert Settings() == unset
+    with pytest.raises(ConfigurationError) as error:
+        Settings()
+
+    assert str(error.value) == refusal(variable)
+    assert error.value.exit_code == 2
 
 
-def test_an_empty_similarity_floor_is_no_floor(clean_env: pytest.MonkeyPatch) -> None:
-    clean_env.setenv("RAGPLATE_MIN_SIMILARITY", "")
-    clean_env.setenv("RAGPLATE_APP_KEY", "")  # no key: nothing is logged, not an empty key
+@pytest.mark.parametrize(("variable", "value"), [
+    ("RAGPLATE_DATABASE_URL", " "),
+    ("RAGPLATE_APP_KEY", "\t"),
+    ("RAGPLATE_MIN_SIMILARITY", "  "),
+    ("RAGPLATE_SERVERS__CHAT__URL", " \n"),
+    ("RAGPLATE_HOME", " "),
+])
+def test_a_variable_of_only_whitespace_is_refused_naming_it(
+    clean_env: pytest.MonkeyPatch, variable: str, value: str,
+) -> None:
+    clean_env.setenv(variable, value)
 
-    settings = Settings()
+    with pytest.raises(ConfigurationError) as error:
+        Settings()
 
-    assert settings.min_similarity is None
-    assert settings.app_key is None
+    assert str(error.value) == refusal(variable)
+
+
+def test_every_empty_variable_is_named_at_once(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("RAGPLATE_DATABASE_URL", "")
+    clean_env.setenv("RAGPLATE_SERVERS__CHAT__URL", "")
+    clean_env.setenv("ragplate_app_key", "")  # read in any case, named upper-case
+
+    with pytest.raises(ConfigurationError) as error:
+        Settings()
+
+    # In the order of the settings.
+    assert str(error.value) == refusal("RAGPLATE_DATABASE_URL", "RAGPLATE_SERVERS__CHAT__URL",
+                                       "RAGPLATE_APP_KEY")
+
+
+def test_an_empty_variable_ragplate_does_not_read_as_a_setting_is_left_alone(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    for variable in ("RAGPLATE_BASELINE_REGEN", "RAGPLATE_REQUIRE_BROWSER",
+                     "RAGPLATE_SWITCH_FAULTS", "RAGPLATE_HOME__EXTRA"):
+        clean_env.setenv(variable, "")
+
+    assert Settings().database_url is None
+
+
+def test_an_empty_value_given_in_code_is_a_value(clean_env: pytest.MonkeyPatch) -> None:
+    settings = Settings(app_key="", docs_path="")
+
+    assert settings.app_key is not None and settings.app_key.get_secret_value() == ""
+    assert settings.docs_path == ""
+
+
+def test_a_delimiter_of_whitespace_is_a_value(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("RAGPLATE_SPLITTER_DELIMITER", "\n")
+
+    assert Settings().splitter_delimiter == "\n"
 
 
 def test_empty_json_lists_and_objects_keep_their_meaning(clean_env: pytest.MonkeyPatch) -> None:

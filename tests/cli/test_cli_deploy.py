@@ -47,6 +47,16 @@ def test_the_project_root_is_the_checkout_variable_else_this_checkout(tmp_path: 
         pd.project_root(None, tmp_path, tmp_path)
 
 
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_checkout_variable_is_refused_not_this_checkout(tmp_path: Path,
+                                                                 value: str) -> None:
+    with pytest.raises(ConfigurationError) as error:
+        pd.project_root(value, ROOT, tmp_path)
+
+    assert str(error.value) == ("RAGPLATE_CHECKOUT is set but empty: unset it to use the "
+                                "default, or give a value")
+
+
 def test_prefect_gets_the_api_the_home_and_the_checkout(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home")
     environ = {"PATH": "/usr/bin", "PREFECT_API_URL": "http://elsewhere/api"}

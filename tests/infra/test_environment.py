@@ -3,13 +3,16 @@ repeated, the default home follows XDG_DATA_HOME, and the test profiles are decl
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from ragplate.catalog.errors import ConfigurationError
 from ragplate.catalog.profiles import PROFILES, TEST_PROFILES
-from ragplate.infra.environment import default_home, load_settings
+from ragplate.infra.environment import default_home, get_settings, load_settings
 
 
 @pytest.mark.parametrize(("variable", "value", "expected"), [
@@ -66,17 +69,65 @@ def test_the_default_home_follows_xdg_data_home(clean_env: pytest.MonkeyPatch,
     assert default_home({}) is None
 
 
-def test_an_empty_variable_is_unset_not_refused(clean_env: pytest.MonkeyPatch,
-                                                tmp_path: Path) -> None:
-    clean_env.setenv("RAGPLATE_MIN_SIMILARITY", "")
-    clean_env.setenv("RAGPLATE_HOME", "")
+def empty(variable: str) -> str:
+    return f"{variable} is set but empty: unset it to use the default, or give a value"
+
+
+@pytest.mark.parametrize("value", ["", " \t"])
+def test_an_empty_home_is_refused_not_the_default_home(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path, value: str,
+) -> None:
+    clean_env.setenv("RAGPLATE_HOME", value)
     clean_env.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
 
-    settings = load_settings()
+    with pytest.raises(ConfigurationError) as error:
+        load_settings()
+    assert str(error.value) == empty("RAGPLATE_HOME")
+    with pytest.raises(ConfigurationError) as error:
+        default_home({"XDG_DATA_HOME": "/x", "RAGPLATE_HOME": value})
+    assert str(error.value) == empty("RAGPLATE_HOME")
 
-    assert settings.min_similarity is None
-    assert settings.home == (tmp_path / "data" / "ragplate").resolve()
-    assert default_home({"XDG_DATA_HOME": "/x", "RAGPLATE_HOME": ""}) == Path("/x/ragplate")
+
+@pytest.mark.parametrize("variable", ["RAGPLATE_DATABASE_URL", "RAGPLATE_APP_KEY",
+                                      "RAGPLATE_MIN_SIMILARITY",
+                                      "RAGPLATE_SERVERS__CHAT__URL"])
+def test_an_empty_setting_is_refused_as_bad_configuration(
+    clean_env: pytest.MonkeyPatch, variable: str,
+) -> None:
+    clean_env.setenv(variable, "")
+
+    with pytest.raises(ConfigurationError) as error:
+        load_settings()
+
+    assert str(error.value) == empty(variable)
+    assert error.value.exit_code == 2
+
+
+def test_the_api_refuses_to_start_on_an_empty_variable(clean_env: pytest.MonkeyPatch) -> None:
+    # Not on pgvector when the cluster's URL came out empty.
+    from ragplate.api.app import create_app
+
+    clean_env.setenv("RAGPLATE_ELASTICSEARCH_URL", "")
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(ConfigurationError) as error:
+            create_app()
+    finally:
+        get_settings.cache_clear()
+
+    assert str(error.value) == empty("RAGPLATE_ELASTICSEARCH_URL")
+
+
+def test_the_command_line_refuses_an_empty_variable_with_exit_2(tmp_path: Path) -> None:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("RAGPLATE_")}
+    environ.update(RAGPLATE_HOME=str(tmp_path / "home"), RAGPLATE_DATABASE_URL="")
+    result = subprocess.run([sys.executable, "-m", "ragplate", "servers", "check", "--json"],
+                            env=environ, capture_output=True, text=True, timeout=120,
+                            check=False)
+
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == f"Error: {empty('RAGPLATE_DATABASE_URL')}\n"
 
 
 def test_ragplate_home_wins_over_xdg_data_home(clean_env: pytest.MonkeyPatch,
