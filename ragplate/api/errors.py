@@ -42,8 +42,8 @@ class ErrorBody(BaseModel):
 
 #: The answers of a route that needs a bearer token, for the OpenAPI document.
 AUTH_RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: {"model": ErrorBody, "description": "No valid bearer token (missing, unknown or "
-          "revoked)."},
+    401: {"model": ErrorBody, "description": "No valid bearer token (missing, unknown, "
+          "revoked or expired)."},
     403: {"model": ErrorBody, "description": "The token's person may not do this (a guest, "
           "or a permission is missing)."},
 }

@@ -123,7 +123,8 @@ def token_lifetime(expires_in: str | None = None, *, ttl_days: int = DEFAULT_TOK
             raise InvalidInputError(f"RAGPLATE_TOKEN_TTL_DAYS {ttl_days!r}: from 1 to "
                                     f"{MAX_TOKEN_TTL_DAYS} days")
         return IMPERSONATION_TOKEN_LIFETIME if impersonated else timedelta(days=ttl_days)
-    named = f"--expires-in {expires_in[:40]!r}"
+    shown = expires_in if len(expires_in) <= 40 else expires_in[:40] + "…"
+    named = f"--expires-in {shown!r}"
     span = parse_span(expires_in)
     if span is None:
         raise InvalidInputError(f"{named} is not a duration: a count and a unit, m "

@@ -50,15 +50,21 @@ def without_paths(message: str) -> str:
     return _PATH.sub("(a path)", message)
 
 
-#: A span of time as the CLI takes it: a count and a unit, ``30m``, ``24h``, ``7d``.
-_SPAN = re.compile(r"^(\d{1,6})([mhd])$")
+#: A span of time as the CLI takes it: a count and a unit, ``30m``, ``24h``, ``7d``. ASCII
+#: digits only (``\d`` would read a full-width ``３d`` as three days).
+_SPAN = re.compile(r"^([0-9]+)([mhd])$", re.ASCII)
 _SPAN_UNITS = {"m": "minutes", "h": "hours", "d": "days"}
 
 
 def parse_span(text: str) -> timedelta | None:
     """``30m``, ``24h`` or ``7d`` as a :class:`timedelta` (surrounding spaces allowed), or
-    ``None`` when ``text`` is not a span (the caller names its option in the error)."""
+    ``None`` when ``text`` is not a span (the caller names its option in the error). A
+    count beyond what a :class:`timedelta` holds is :data:`timedelta.max`: a span, only too
+    long, for the caller's bounds to refuse as such."""
     span = _SPAN.match(text.strip())
     if span is None:
         return None
-    return timedelta(**{_SPAN_UNITS[span.group(2)]: int(span.group(1))})
+    try:
+        return timedelta(**{_SPAN_UNITS[span.group(2)]: int(span.group(1))})
+    except (OverflowError, ValueError):  # ValueError: more digits than int() reads
+        return timedelta.max

@@ -63,7 +63,7 @@ def token_command(
         )] = None,
     expires_in: Annotated[str | None, typer.Option(
         "--expires-in", metavar="DURATION", help="How long this token lives: 30m, 12h, "
-        "30d (1m to 3650d). Default: RAGPLATE_TOKEN_TTL_DAYS (90 days).")] = None,
+        "30d (1m to 3650d). Default: RAGPLATE_TOKEN_TTL_DAYS days (90 unless set).")] = None,
     json_output: Annotated[bool, JSON] = False,
 ) -> None:
     """Issue a new API token for a person. It is shown once and stored hashed: keep it.
@@ -92,8 +92,10 @@ def token_command(
 
 
 def list_command(json_output: Annotated[bool, JSON] = False) -> None:
-    """List people: tenant, locale, permissions, guest, live tokens and the nearest
-    expiry among them (live: neither revoked nor expired).
+    """List people, with their live tokens and the nearest expiry among them.
+
+    Each person's tenant, locale, permissions and guest flag, how many tokens they hold
+    that are neither revoked nor expired, and when the first of those expires.
 
     Example: ragplate users list --json
     """
@@ -121,7 +123,10 @@ def revoke_command(
     name: Annotated[str, typer.Argument(help="The person's name.")],
     json_output: Annotated[bool, JSON] = False,
 ) -> None:
-    """Revoke every token of a person; their next request is a 401.
+    """Revoke every live token of a person, and those they hold to act as someone.
+
+    Their own tokens and those issued with --impersonated-by them: the next request with
+    any of them is a 401. Expired tokens are not counted.
 
     Example: ragplate users revoke ada
     """

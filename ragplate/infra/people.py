@@ -125,11 +125,13 @@ def insert_token(conn: sa.Connection, person: Person, token: str, *, lifetime: t
 
 
 def revoke_tokens(conn: sa.Connection, person: Person) -> int:
-    """Revoke every live token of ``person``; how many were live (an expired one is
-    already dead, and not counted)."""
+    """Revoke every live token of ``person``: their own, and those they hold to act as
+    someone else (``impersonated_by``), which would otherwise outlive the revocation of an
+    operator. How many were live (an expired one is already dead, and not counted)."""
     result = conn.execute(
         api_tokens.update()
-        .where(api_tokens.c.user_id == person.id, _live())
+        .where(sa.or_(api_tokens.c.user_id == person.id,
+                      api_tokens.c.impersonated_by == person.id), _live())
         .values(revoked_at=sa.func.now()))
     return int(result.rowcount or 0)
 

@@ -43,6 +43,7 @@ def test_the_default_lifetime_is_the_setting_and_acting_as_someone_is_8_hours() 
     ("30d", False, timedelta(days=30)),
     (" 1m ", False, timedelta(minutes=1)),
     ("3650d", False, timedelta(days=3650)),
+    ("5256000m", False, timedelta(days=3650)),  # the most, counted in minutes
     ("400d", False, timedelta(days=400)),  # longer than the setting: one token's choice
     ("30m", True, timedelta(minutes=30)),
     ("24h", True, timedelta(hours=24)),
@@ -62,6 +63,9 @@ def test_expires_in_overrides_the_default(given: str, impersonated: bool,
     ("0m", True, "at least 1m"),
     ("3651d", False, "at most 3650d"),
     ("999999d", False, "at most 3650d"),
+    ("99999999999999999999d", False, "at most 3650d"),  # beyond any timedelta
+    ("３d", False, "is not a duration"),  # full-width digit: not a count
+    ("٣d", False, "is not a duration"),  # Arabic-Indic digit
     ("25h", True, "at most 24h for a token acting as someone"),
     ("2d", True, "at most 24h for a token acting as someone"),
 ])
@@ -84,5 +88,7 @@ def test_spans_are_what_since_reads_too() -> None:
     assert parse_span("30m") == timedelta(minutes=30)
     assert parse_span("24h") == timedelta(hours=24)
     assert parse_span("7d") == timedelta(days=7)
-    for bad in ("7", "d", "7 d", "7D", "1234567d", "yesterday"):
+    assert parse_span("1234567d") == timedelta(days=1234567)
+    assert parse_span("9" * 30 + "m") == timedelta.max  # a span, too long for any bound
+    for bad in ("7", "d", "7 d", "7D", "+7d", "３d", "yesterday"):
         assert parse_span(bad) is None, bad

@@ -68,6 +68,8 @@ def test_since_reads_dates_times_and_spans() -> None:
     assert parse_since("7d", now) == now - timedelta(days=7)
     assert parse_since("2026-12-01") == datetime(2026, 12, 1, tzinfo=UTC)
     assert parse_since("2026-12-01T08:00+01:00").utcoffset() == timedelta(hours=1)
-    for bad in ("yesterday", "5w", ""):
+    # Longer than the calendar reaches back: from the beginning.
+    assert parse_since("9" * 30 + "d", now) == datetime.min.replace(tzinfo=UTC)
+    for bad in ("yesterday", "5w", "", "３h"):
         with pytest.raises(InvalidInputError, match="--since"):
             parse_since(bad)

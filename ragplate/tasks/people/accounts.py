@@ -97,7 +97,8 @@ def issue(engine: Engine, *, name: str, impersonated_by: str | None = None,
 
 
 def revoke(engine: Engine, *, name: str) -> int:
-    """Revoke every token of the person called ``name``; how many were live."""
+    """Revoke every live token of the person called ``name``, with those they hold to act
+    as someone else; how many were live."""
     with engine.begin() as conn:
         return people.revoke_tokens(conn, people.person_by_name(conn, name))
 

@@ -93,7 +93,9 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     ``now`` (``30m``, ``24h``, ``7d``); :class:`InvalidInputError` naming the value."""
     span = parse_span(text)
     if span is not None:
-        return (now or datetime.now(UTC)) - span
+        start = now or datetime.now(UTC)
+        # A span longer than the calendar reaches back means from the beginning.
+        return start - min(span, start - datetime.min.replace(tzinfo=UTC))
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:

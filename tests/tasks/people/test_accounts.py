@@ -159,6 +159,24 @@ def test_a_token_acting_as_someone_is_short_lived(engine: sa.Engine) -> None:
         accounts.issue(engine, name=name, impersonated_by=operator, expires_in="2d")
 
 
+def test_revoking_an_operator_ends_the_tokens_they_hold_to_act_as_someone(
+        engine: sa.Engine) -> None:
+    name, operator = unique("acted"), unique("operator")
+    accounts.create_person(engine, name=name)
+    accounts.create_person(engine, name=operator, permissions=[OPERATOR_PERMISSION])
+    own = accounts.issue(engine, name=name)
+    acting = accounts.issue(engine, name=name, impersonated_by=operator)
+    operators = accounts.issue(engine, name=operator)
+
+    assert accounts.revoke(engine, name=operator) == 2
+
+    for gone in (acting, operators):
+        with pytest.raises(AuthenticationError, match="unknown or revoked"):
+            accounts.authenticate(engine, f"Bearer {gone.token}")
+    # The person's own token is theirs, not the operator's: it still works.
+    assert accounts.authenticate(engine, f"Bearer {own.token}").name == name
+
+
 def test_a_bad_expires_in_is_refused_before_anything_is_written(engine: sa.Engine) -> None:
     name = unique("nope")
     accounts.create_person(engine, name=name)
