@@ -140,6 +140,8 @@ class _EnvRefusingEmpty(EnvSettingsSource):
         (``RAGPLATE_SERVERS__CHAT__URL``) that hold no value, upper-case, in field order."""
         found: dict[str, None] = {}
         for field_name, field in self.settings_cls.model_fields.items():
+            if field_name in SWITCH_BOUNDS:
+                continue  # the spec: any bad value of these, empty too, gives the default
             blank = ((lambda value: value == "") if field_name in _WHITESPACE_VALUES
                      else is_blank)
             for _, env_name, value_is_complex in self._extract_field_info(field, field_name):

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from ragplate.catalog.errors import ConfigurationError
-from ragplate.catalog.settings import Settings, clamp_top_k
+from ragplate.catalog.settings import SWITCH_BOUNDS, Settings, clamp_top_k
 
 
 def test_env_variables_with_the_prefix_are_parsed(clean_env: pytest.MonkeyPatch, tmp_path: Path):
@@ -51,8 +51,11 @@ def test_variables_without_the_prefix_are_ignored(clean_env: pytest.MonkeyPatch)
     assert settings.max_documents == Settings.model_fields["max_documents"].default != 3
 
 
-#: Every setting's variable, and nested ones (a server's URL, its API, a documentation root).
-EVERY_VARIABLE = [f"RAGPLATE_{name.upper()}" for name in Settings.model_fields] + [
+#: Every setting's variable, and nested ones (a server's URL, its API, a documentation root),
+#: but the switch's tuning settings, whose any bad value gives the default (the spec's rule;
+#: tests/catalog/test_switch_catalog.py).
+EVERY_VARIABLE = [f"RAGPLATE_{name.upper()}" for name in Settings.model_fields
+                  if name not in SWITCH_BOUNDS] + [
     "RAGPLATE_SERVERS__CHAT__URL", "RAGPLATE_SERVERS__RERANK__API",
     "RAGPLATE_DOCS_ROOTS__FAQ_MINE"]
 
