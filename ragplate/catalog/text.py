@@ -68,3 +68,26 @@ def parse_span(text: str) -> timedelta | None:
         return timedelta(**{_SPAN_UNITS[span.group(2)]: int(span.group(1))})
     except (OverflowError, ValueError):  # ValueError: more digits than int() reads
         return timedelta.max
+
+
+#: What a terminal would obey rather than show: C0 controls but tab and newline (ESC starts
+#: colour, clear-screen and window-title sequences, CR overwrites a line), DEL, C1 controls
+#: (a single-byte CSI), and the bidirectional controls that reorder what a line shows.
+_TERMINAL_CONTROLS = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown(control: re.Match[str]) -> str:
+    code = ord(control.group())
+    if code < 0x20:
+        return chr(0x2400 + code)  # its Control Pictures symbol: ␛ for ESC
+    return "\u2421" if code == 0x7F else "\ufffd"
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` as a terminal may print it: every control character a terminal would act
+    on (an escape sequence that clears the screen, recolours or retitles it, a carriage
+    return, a bidi override) shown as a visible symbol instead (``␛`` for ESC), tab and
+    newline kept. For text from people or documents: a question in the analytics report,
+    a record in search results."""
+    return _TERMINAL_CONTROLS.sub(_shown, text)

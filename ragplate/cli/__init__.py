@@ -7,7 +7,6 @@ import sys
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from ragplate.catalog.errors import RagplateError
@@ -31,7 +30,7 @@ from ragplate.cli import (
     users,
 )
 from ragplate.cli import help as help_assistant  # not ``help``: the builtin keeps its name
-from ragplate.cli.output import configure_logging, end_on_closed_stdout
+from ragplate.cli.output import configure_logging, end_on_closed_stdout, make_console
 from ragplate.cli.typer_style import apply as _tidy_typer_help
 from ragplate.infra.home import ragplate_home, use_home_for_prefect
 
@@ -73,7 +72,8 @@ for module in (docs, sources, services, embeddings, db, bench, servers, demo, ev
                deploy, index):
     module.register(app)
 
-err_console = Console(stderr=True)
+#: Errors name values someone else may have written (a file name): printed terminal-safe.
+err_console = make_console(stderr=True)
 
 
 def undecodable_argument(arguments: list[str]) -> str | None:

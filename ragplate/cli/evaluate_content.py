@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ragplate.cli.output import console, print_json, quiet_expected_errors
+from ragplate.cli.output import console, make_console, print_json, quiet_expected_errors
 
 Source = Annotated[str, typer.Option(help="The entity searched (module.entity).")]
 Dataset = Annotated[Path, typer.Option(help="Application-content dataset (JSON).")]
@@ -94,7 +93,7 @@ def warn_idle_reranker(block: dict[str, Any]) -> None:
 
     warning = reranker_warning(block)
     if warning:  # stderr: a --json report on stdout stays parseable
-        Console(stderr=True).print(f"[yellow]Warning:[/yellow] {escape(warning)}",
+        make_console(stderr=True).print(f"[yellow]Warning:[/yellow] {escape(warning)}",
                                    highlight=False, soft_wrap=True)
 
 

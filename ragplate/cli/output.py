@@ -11,8 +11,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
+from rich.text import Text
 
 from ragplate.catalog.errors import RagplateError
+from ragplate.catalog.text import terminal_safe
 from ragplate.tasks.progress import shown_by_command
 
 if TYPE_CHECKING:
@@ -26,7 +28,14 @@ PIPE_WIDTH = 200
 class PipeConsole(Console):
     """A Rich console for which a reader that closes the pipe early (``| head -1``) ends
     the command quietly with exit 0 (Rich's own answer is exit 1): the reader has what it
-    wanted."""
+    wanted. Every string it prints, a table's cells included, is
+    :func:`~ragplate.catalog.text.terminal_safe` first: what people typed or stored (a
+    question, a record's title) reaches the operator's terminal as text, never as an
+    escape sequence it obeys (Rich drops a few controls, not ESC)."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        """Rich's rendering of ``text``, its terminal controls made visible first."""
+        return super().render_str(terminal_safe(text), **kwargs)
 
     def on_broken_pipe(self) -> None:
         """Exit 0 quietly (see :func:`end_on_closed_stdout`)."""
@@ -163,10 +172,12 @@ class _RunRecordsOnce(logging.Filter):
 
 
 class _RunFormatter(logging.Formatter):
-    """``LEVEL name: message``; a run's record names its flow run or task run instead."""
+    """``LEVEL name: message``; a run's record names its flow run or task run instead. The
+    line is :func:`~ragplate.catalog.text.terminal_safe`: a warning may quote a file name
+    or a value someone else wrote."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
+        line = terminal_safe(super().format(record))
         task_run = getattr(record, "task_run_name", None)
         flow_run = getattr(record, "flow_run_name", None)
         if record.name.startswith(_TASK_RUNS) and task_run:

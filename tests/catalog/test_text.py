@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragplate.catalog.errors import InvalidInputError
-from ragplate.catalog.text import check_text, text_problem
+from ragplate.catalog.text import check_text, terminal_safe, text_problem
 
 
 @pytest.mark.parametrize(("value", "problem"), [
@@ -30,3 +30,19 @@ def test_check_text_names_the_field() -> None:
     assert check_text("ok", "query") == "ok"
     with pytest.raises(InvalidInputError, match=r"^tenant must not contain a NUL"):
         check_text("acme\x00", "tenant")
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    ("plain text, accents: perché", "plain text, accents: perché"),
+    ("tab\tand\nnewline stay", "tab\tand\nnewline stay"),
+    ("\x1b[2J\x1b[31mred\x1b[0m", "␛[2J␛[31mred␛[0m"),
+    ("\x1b]0;title\x07", "␛]0;title␇"),
+    ("over\rwrite", "over␍write"),
+    ("del\x7f and C1 \x9b2J", "del␡ and C1 \ufffd2J"),
+    ("bidi \u202eevil\u202c and \u2066isolate\u2069",
+     "bidi \ufffdevil\ufffd and \ufffdisolate\ufffd"),
+    ("\x00", "␀"),
+])
+def test_terminal_safe_shows_every_control_a_terminal_would_obey(value: str,
+                                                                 shown: str) -> None:
+    assert terminal_safe(value) == shown

@@ -224,3 +224,30 @@ def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly(
 
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x1b[31mZebrafish guide\x1b[0m \u202eevil"
+
+
+def test_the_console_prints_what_people_typed_as_text_not_as_terminal_commands() -> None:
+    # A record's title or a logged question, printed on a real terminal (colours on): the
+    # title, screen-clearing and colour sequences in it are shown, not obeyed.
+    stream = io.StringIO()
+    console = output.PipeConsole(file=stream, force_terminal=True, width=100)
+    table = Table("question")
+    table.add_row(HOSTILE)
+    console.print(HOSTILE, highlight=False)
+    console.print(table)
+
+    printed = stream.getvalue()
+    for sequence in ("\x1b]0;", "\x07", "\x1b[2J", "\x1b[31m", "\u202e"):
+        assert sequence not in printed, sequence
+    assert printed.count("␛]0;pwned␇␛[2J␛[31mZebrafish guide␛[0m") == 2
+    assert "\x1b[1m" in printed  # the console's own styling (the table's header) stays
+
+
+def test_a_log_line_quoting_a_hostile_value_is_terminal_safe() -> None:
+    [line] = _console_lines(_record("ragplate.indexing", logging.WARNING,
+                                    f"skipped {HOSTILE}.md"))
+    assert "\x1b" not in line and "\u202e" not in line
+    assert line.startswith("WARNING ragplate.indexing: skipped ␛]0;pwned␇")
