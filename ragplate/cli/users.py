@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragplate.cli.output import confirm, console, examples, print_json
+from ragplate.cli.output import confirm, console, examples, make_console, print_json
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -144,10 +144,15 @@ def delete_command(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     json_output: Annotated[bool, JSON] = False,
 ) -> None:
-    """Delete a person with their tokens, conversations and messages.
+    """Delete a person with their tokens, conversations and messages, and erase their
+    query records (under RAGPLATE_APP_KEY and RAGPLATE_APP_PREVIOUS_KEYS).
+
+    Without RAGPLATE_APP_KEY their query records cannot be found: the person is deleted,
+    and the command says so, with the id to erase them by later (analytics erase ID --id).
 
     Example: ragplate users delete ada --yes
     """
+    from ragplate.tasks.analytics.retention import NO_KEY
     from ragplate.tasks.people.accounts import delete
 
     if not yes and not confirm(f"Delete {name} and their conversations?"):
@@ -155,11 +160,22 @@ def delete_command(
         raise typer.Exit(1)
     from ragplate.infra.environment import get_settings
 
-    person = delete(_engine(), name=name, settings=get_settings())
+    deleted = delete(_engine(), name=name, settings=get_settings())
+    person = deleted.person
+    later = (None if deleted.records_erased is not None else
+             f"query records not erased: {NO_KEY}; then run: ragplate analytics erase "
+             f"{person.id} --id")
     if json_output:
-        print_json({"deleted": person.as_dict()})
+        print_json({"deleted": person.as_dict(), "records_erased": deleted.records_erased,
+                    **({"warning": later} if later else {})})
         return
-    console.print(f"deleted {escape(person.name)}", highlight=False)
+    console.print(f"deleted {escape(person.name)} (id {person.id}), "
+                  + (f"{deleted.records_erased} query record(s) erased"
+                     if deleted.records_erased is not None else "query records not erased"),
+                  highlight=False)
+    if later:
+        make_console(stderr=True).print(f"[yellow]Warning:[/yellow] {escape(later)}",
+                                        highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -16,8 +16,9 @@ import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from ragplate.catalog.analytics import user_ref
-from ragplate.cli import app
+from ragplate.cli import app, main
 from ragplate.infra import analytics
+from ragplate.infra.environment import get_settings
 from ragplate.tasks.people.accounts import create_person
 
 pytestmark = pytest.mark.integration
@@ -72,7 +73,37 @@ def test_deleting_a_person_erases_their_records(engine: sa.Engine) -> None:
     seed(engine, person.id, days_ago=1)
     code, out = run("users", "delete", person.name, "--yes", "--json")
     assert code == 0, out
+    assert json.loads(out)["records_erased"] == 1 and "warning" not in json.loads(out)
     assert count(engine, person.id) == 0
+
+
+def test_without_the_key_erase_is_refused_and_users_delete_says_what_is_left(
+        engine: sa.Engine, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Records are found by a reference made with the key: without one, "0 deleted" would
+    # claim the person's records were erased while none was even looked for.
+    person = create_person(engine, name=f"cli-qa-{uuid.uuid4().hex[:10]}", permissions=[])
+    seed(engine, person.id, days_ago=1)
+    monkeypatch.delenv("RAGPLATE_APP_KEY")
+    get_settings.cache_clear()
+
+    monkeypatch.setattr("sys.argv", ["ragplate", "analytics", "erase", person.name, "--json"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 2
+    assert "Error: RAGPLATE_APP_KEY is not set" in capsys.readouterr().err
+    assert count(engine, person.id) == 1
+
+    deleted = CliRunner().invoke(app, ["users", "delete", person.name, "--yes", "--json"])
+    assert deleted.exit_code == 0, deleted.output
+    said = json.loads(deleted.stdout)
+    assert said["records_erased"] is None
+    assert said["warning"].endswith(f"then run: ragplate analytics erase {person.id} --id")
+    assert count(engine, person.id) == 1  # kept, and erasable by id once the key is back
+    monkeypatch.setenv("RAGPLATE_APP_KEY", KEY)
+    get_settings.cache_clear()
+    assert json.loads(run("analytics", "erase", str(person.id), "--id", "--json")[1]) == {
+        "deleted": 1}
 
 
 def test_without_a_store_prune_and_erase_do_nothing_and_create_store_brings_it_back(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from ragplate.catalog.analytics import user_ref
+from ragplate.catalog.errors import ConfigurationError
 from ragplate.catalog.settings import Settings
 from ragplate.infra.analytics import QueryLog
 
@@ -23,6 +24,17 @@ def refs(user_id: int, settings: Settings) -> list[str]:
     return list(dict.fromkeys(user_ref(user_id, k.get_secret_value()) for k in keys))
 
 
+#: Why an erasure without any application key is refused rather than reported as done.
+NO_KEY = ("RAGPLATE_APP_KEY is not set: query records name a person only by a reference "
+          "made with it, so none can be found to erase; set it (and RAGPLATE_APP_PREVIOUS_KEYS "
+          "for the keys before it) to the key(s) the API logged under")
+
+
 def erase(store: QueryLog, settings: Settings, *, user_id: int) -> int:
-    """Delete every record of ``user_id`` (any key it was written under); how many."""
-    return store.delete_refs(refs(user_id, settings))
+    """Delete every record of ``user_id`` (any key it was written under); how many.
+    :class:`ConfigurationError` without any key: a "0 deleted" would say the person's
+    records are gone when none could even be looked for."""
+    found = refs(user_id, settings)
+    if not found:
+        raise ConfigurationError(NO_KEY)
+    return store.delete_refs(found)

@@ -30,7 +30,7 @@ from ragplate.catalog.settings import Settings
 from ragplate.infra import people
 from ragplate.infra.analytics import make_query_log
 from ragplate.infra.people import PersonRow
-from ragplate.tasks.analytics.retention import erase
+from ragplate.tasks.analytics.retention import erase, refs
 
 #: Bytes of randomness in a token (256 bits).
 TOKEN_BYTES = 32
@@ -103,15 +103,25 @@ def revoke(engine: Engine, *, name: str) -> int:
         return people.revoke_tokens(conn, people.person_by_name(conn, name))
 
 
-def delete(engine: Engine, *, name: str, settings: Settings | None = None) -> Person:
+@dataclass(frozen=True)
+class Deleted:
+    """A deleted person, and how many of their query records went with them: ``None`` when
+    none could be looked for (no application key; :data:`NO_KEY` says why)."""
+
+    person: Person
+    records_erased: int | None
+
+
+def delete(engine: Engine, *, name: str, settings: Settings | None = None) -> Deleted:
     """Delete the person called ``name`` with their tokens and conversations, then (with
     ``settings``, which hold the application keys) their query analytics records."""
     with engine.begin() as conn:
         person = people.person_by_name(conn, name)
         people.delete_person(conn, person)
-    if settings is not None:
-        erase(make_query_log(settings, engine), settings, user_id=person.id)
-    return person
+    erased: int | None = None
+    if settings is not None and refs(person.id, settings):
+        erased = erase(make_query_log(settings, engine), settings, user_id=person.id)
+    return Deleted(person, erased)
 
 
 def list_all(engine: Engine) -> list[PersonRow]:
