@@ -67,8 +67,10 @@ def _print(data: dict[str, Any], output: Path | None) -> None:
     console.print(f"Corpus-gap report, {window['since']} to {window['until']}",
                   highlight=False)
     if not data["logging"]["enabled"]:
-        console.print("query logging is off (RAGPLATE_QUERY_LOGGING_ENABLED): no new "
-                      "question is recorded", highlight=False)
+        # Read from this command's environment: the API that records questions has its own.
+        console.print("query logging is off in this command's environment "
+                      "(RAGPLATE_QUERY_LOGGING_ENABLED): a server started without it records "
+                      "no new question", highlight=False)
     if totals["records"] == 0:
         console.print("nothing to report: no question was logged in the window",
                       highlight=False)

@@ -34,9 +34,14 @@ def search(
 
     Example: ragplate search "how do I rebuild the index" --mode balanced --json
     """
+    from ragplate.catalog.people import check_tenant
     from ragplate.infra.environment import get_settings
     from ragplate.infra.runtime import Runtime
     from ragplate.tasks.retrieval.application import search_with_runtime
+
+    # An empty --tenant is refused, as POST /v1/search and every other command refuse it,
+    # rather than read as no tenant.
+    check_tenant(tenant)
 
     result = search_with_runtime(Runtime(get_settings()), entity=entity, query=query,
                                  mode=mode.value, locale=locale, tenant=tenant, top_k=top_k)

@@ -48,7 +48,7 @@ def test_a_plain_question_finds_records_in_fast_mode(seeded: None, query: str) -
 
 
 @pytest.mark.parametrize(("option", "value"), [("--locale", "bad loc"),
-                                               ("--tenant", "bad tenant")])
+                                               ("--tenant", "bad tenant"), ("--tenant", "")])
 def test_search_refuses_a_locale_or_tenant_the_api_refuses(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         option: str, value: str) -> None:

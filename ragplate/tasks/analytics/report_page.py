@@ -322,8 +322,9 @@ def render_page(report: Mapping[str, Any]) -> str:
              f"</p>"]
     logging = report["logging"]
     if not logging["enabled"]:
-        parts.append('<p class="note">Query logging is off in this configuration '
-                     "(RAGPLATE_QUERY_LOGGING_ENABLED): no new question is recorded.</p>")
+        parts.append('<p class="note">Query logging was off where this report was made '
+                     "(RAGPLATE_QUERY_LOGGING_ENABLED): a server started without it records no "
+                     "new question.</p>")
     if report["totals"]["records"] == 0:
         parts.append(f'<p class="empty">Nothing to report: no question was logged from '
                      f"{escape(span)}.</p>")
