@@ -45,8 +45,11 @@ from ragplate.catalog.errors import ActiveProfileError
 from ragplate.catalog.people import check_locale, check_tenant
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.text import check_text
+from ragplate.catalog.text_search import language
 from ragplate.infra.records.engines import PostgresRecordSearch, RecordSearch
 from ragplate.infra.records.search import RecordHit, explain_vector_hits
+from ragplate.infra.records.sql import split_negations
+from ragplate.infra.stores.lexical import tokens
 from ragplate.tasks.records.texts import compose_text
 from ragplate.tasks.retrieval.documentation import excerpt
 from ragplate.tasks.retrieval.fusion import RRF_K, reciprocal_rank_fusion, tuned_fusion
@@ -186,17 +189,21 @@ def search_records(
             and not ranker.has_vectors(ent, serving.key)):
         strategy = degrade(strategy, "fast", "no_vectors")
     keyword = _keyword(ranker, ent, query, locale, tenants, limit)
+    # "-word" excludes in every strategy, not in the keyword one alone: the vectors look for
+    # what is wanted (a query of exclusions only wants nothing), and drop what is excluded.
+    wanted, excluded = split_negations(query)
     vectors: dict[str, RecordHit] | None = None
     vector: np.ndarray | None = None
-    if strategy.embedder is not None and serving is not None:
+    if strategy.embedder is not None and serving is not None and wanted.strip():
         try:
-            vector = strategy.embedder.embed_query(query)
+            vector = strategy.embedder.embed_query(wanted)
         except Exception as exc:
             log.warning("query embedding failed (%s); serving keyword search",
                         exc.__class__.__name__)
             strategy = degrade(strategy, "fast", "embedder_failed")
         else:
-            vectors = _vector(ranker, ent, serving, vector, locale, tenants, limit)
+            vectors = _without(_vector(ranker, ent, serving, vector, locale, tenants, limit),
+                               excluded, locale)
     similarity: dict[str, float] = {}
     if vectors is not None and vector is not None and serving is not None:
         similarity = {k: v.score for k, v in vectors.items()}
@@ -235,6 +242,18 @@ def search_records(
                       model_key=serving.key if vectors is not None and serving else None,
                       strategies=list(per_strategy), reranked=reranked)
     return AppSearchResult(hits, meta, per_strategy, scores)
+
+
+def _without(hits: dict[str, RecordHit], excluded: str, locale: str
+             ) -> dict[str, RecordHit]:
+    """``hits`` but those whose title or body holds a word of ``excluded``, stemmed in the
+    locale's language as the keyword search reads them ("refunds" excludes "refund")."""
+    name = language(locale)
+    banned = set(tokens(excluded, name))
+    if not banned:
+        return hits
+    return {key: hit for key, hit in hits.items()
+            if not banned & set(tokens(f"{hit.title} {hit.body}", name))}
 
 
 def _rerank(reranker: Reranker, query: str, ranked: list[tuple[str, float]],

@@ -138,6 +138,21 @@ def test_a_word_after_a_minus_excludes_the_records_holding_it(
     assert search(engine, "-warehouse", "fast", embedder_factory=never_built).hits == []
 
 
+def test_an_excluded_word_excludes_in_every_mode_and_exclusions_alone_find_nothing(
+    engine: sa.Engine, keys: dict[str, int], caching: CachingEmbedder
+) -> None:
+    # The vectors of "-warehouse" are near the warehouse record: they must not bring back
+    # what the keyword search excludes.
+    for mode in ("balanced", "deep"):
+        assert search(engine, "-warehouse", mode, embedder_factory=lambda: caching).hits == []
+        kept = search(engine, "warehouse stocktake -refunds", mode,
+                      embedder_factory=lambda: caching)
+        assert kept.hits and "refund" not in names(kept, keys)
+        assert "stocktake" in names(kept, keys)
+        texts = " ".join(f"{h.title} {h.excerpt}".lower() for h in kept.hits)
+        assert "refund" not in texts
+
+
 def test_an_italian_question_finds_the_italian_translation_by_its_stem(
     engine: sa.Engine, keys: dict[str, int]
 ) -> None:
