@@ -6,6 +6,11 @@ markers left out), scored by the question's words they hold (each word weighed b
 it is among the evidence's sentences, stems in the evidence's language) plus a little for
 their source's rank, and the best few are kept in their sources' order. A question none of
 whose words any sentence holds gets no answer: the evidence does not support one.
+
+A question that names a setting (an upper-case name with an underscore, ``RAGPLATE_APP_KEY``)
+asks about that setting: only sentences that name it are quoted, and the answer names every
+one the question does, or there is none. Split into words, ``RAGPLATE_APP_KEY`` shares
+most of them with ``RAGPLATE_EMBEDDINGS_API_KEY``, whose sentence would otherwise answer.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ _MARKUP = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|\[([^\]]+)\]\
 # "(see below)" points at a place the answer does not have.
 _POINTER = re.compile(r"\s*\((see|vedi|cf\.?)\s+(below|above|sotto|sopra|the (next|previous) "
                       r"section)[^)]*\)", re.IGNORECASE)
+#: A setting's name: upper-case words joined by underscores (``AI_FAQ_VECTOR_STORE``).
+_SETTING_NAME = re.compile(r"(?<![\w$])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?!\w)")
 # A sentence that leans on the one before it reads as a fragment on its own.
 _ANAPHORA = re.compile(r"^(This|That|These|Those|It|They|Here|There|Such|Both|Questo|Questa|"
                        r"Questi|Queste|Quello|Ciò|Qui|Entrambi)\b")
@@ -126,12 +133,20 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
         bonus = 0.6 if (rank, text_) in nearest else 0.0
         return weight * (0.5 + coverage) + bonus - penalty - 0.15 * rank - 0.02 * position
 
+    named = set(_SETTING_NAME.findall(question))
+
+    def naming(text_: str) -> set[str]:
+        return named & set(_SETTING_NAME.findall(text_))
+
     scores = {(c[0], c[1]): score(c) for c in candidates}
-    scored = sorted(((scores[(c[0], c[1])], c) for c in candidates if asked & c[3]),
+    scored = sorted(((scores[(c[0], c[1])], c) for c in candidates
+                     if asked & c[3] and (not named or naming(c[2]))),
                     key=lambda sc: (-sc[0], sc[1][0], sc[1][1]))
     if not scored:
         return Extract([], [])
     chosen = _choose(scored, {(c[0], c[1]): c for c in candidates})
+    if named and not named <= {n for c in chosen for n in naming(c[2])}:
+        return Extract([], [])  # the evidence's prose does not name every setting asked of
     order: list[int] = []
     for rank, *_ in chosen:
         if rank not in order:

@@ -131,3 +131,25 @@ def test_a_sentence_naming_commands_is_prose_and_a_list_of_options_is_not() -> N
     assert prose_sentences(paragraph) == [
         "To rebuild the index, run `ragplate index-docs --full` and wait for it.",
         "Add `--json` to read the outcome as data in a script."]
+
+
+def test_a_question_naming_a_setting_is_answered_only_by_sentences_naming_it() -> None:
+    hits = [hit("Embeddings", "Set `RAGPLATE_EMBEDDINGS_API_KEY` to the key of the embedding "
+                "server when it asks for one. The embedding server reads it on every call."),
+            hit("Analytics", "Query records name a person by a reference made with "
+                "`RAGPLATE_APP_KEY`, never by their id. Rotating the key keeps the old one "
+                "in a list.")]
+
+    asked = extract("What is RAGPLATE_APP_KEY for?", hits, locale="en")
+    assert [s.text for s in asked.sentences] == [  # the sentence naming it, and its follower
+        "Query records name a person by a reference made with `RAGPLATE_APP_KEY`, never by "
+        "their id.", "Rotating the key keeps the old one in a list."]
+    assert [h.source_label for h in asked.cited] == ["Analytics"]
+    # Its words ("RAGPLATE", "KEY") are in the other setting's sentence: that is no answer.
+    assert extract("What is RAGPLATE_APP_KEY for?", hits[:1], locale="en").sentences == []
+    # Two settings asked of, one named nowhere: no answer rather than half of one.
+    assert extract("Does RAGPLATE_APP_KEY replace RAGPLATE_OLD_SECRET?", hits,
+                   locale="en").sentences == []
+    # Without a setting's name the question's words decide, as before.
+    assert extract("What does the embedding server read on every call?", hits[:1],
+                   locale="en").sentences
