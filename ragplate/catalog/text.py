@@ -71,10 +71,13 @@ def parse_span(text: str) -> timedelta | None:
 
 
 #: What a terminal would obey rather than show: C0 controls but tab and newline (ESC starts
-#: colour, clear-screen and window-title sequences, CR overwrites a line), DEL, C1 controls
-#: (a single-byte CSI), and the bidirectional controls that reorder what a line shows.
-_TERMINAL_CONTROLS = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: colour, clear-screen and window-title sequences), DEL, C1 controls (a single-byte CSI),
+#: and the bidirectional overrides and isolates that reorder what a line shows (not the
+#: plain direction marks, which Hebrew and Arabic text uses).
+_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: What Rich itself drops from a text, and a line end written the Windows way: removed, not
+#: shown (a record saved from a web form ends its lines in CR LF).
+_DROPPED = re.compile("\r(?=\n)|[\r\x08\x0c]")
 
 
 def _shown(control: re.Match[str]) -> str:
@@ -86,8 +89,8 @@ def _shown(control: re.Match[str]) -> str:
 
 def terminal_safe(text: str) -> str:
     """``text`` as a terminal may print it: every control character a terminal would act
-    on (an escape sequence that clears the screen, recolours or retitles it, a carriage
-    return, a bidi override) shown as a visible symbol instead (``␛`` for ESC), tab and
-    newline kept. For text from people or documents: a question in the analytics report,
-    a record in search results."""
-    return _TERMINAL_CONTROLS.sub(_shown, text)
+    on (an escape sequence that clears the screen, recolours or retitles it, a bidi
+    override) shown as a visible symbol instead (``␛`` for ESC); tab and newline kept, and
+    a carriage return, backspace or form feed dropped as Rich drops them. For text from
+    people or documents: a question in the analytics report, a record in search results."""
+    return _TERMINAL_CONTROLS.sub(_shown, _DROPPED.sub("", text))

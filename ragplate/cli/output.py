@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from rich.console import Console
-from rich.text import Text
+from rich.console import Console, ConsoleOptions
+from rich.segment import Segment
 
 from ragplate.catalog.errors import RagplateError
 from ragplate.catalog.text import terminal_safe
@@ -28,14 +29,21 @@ PIPE_WIDTH = 200
 class PipeConsole(Console):
     """A Rich console for which a reader that closes the pipe early (``| head -1``) ends
     the command quietly with exit 0 (Rich's own answer is exit 1): the reader has what it
-    wanted. Every string it prints, a table's cells included, is
-    :func:`~ragplate.catalog.text.terminal_safe` first: what people typed or stored (a
-    question, a record's title) reaches the operator's terminal as text, never as an
-    escape sequence it obeys (Rich drops a few controls, not ESC)."""
+    wanted. Everything it prints is :func:`~ragplate.catalog.text.terminal_safe`, segment
+    by segment, whatever renders it (a string, a table's cells, a ``Text``, Markdown, a
+    panel, a progress bar's description): what people typed or stored (a question, a
+    record's title, a quoted sentence) reaches the operator's terminal as text, never as an
+    escape sequence it obeys (Rich drops a few controls, not ESC). Rich's own styling and
+    cursor moves are not in the segments' text, and stay."""
 
-    def render_str(self, text: str, **kwargs: Any) -> Text:
-        """Rich's rendering of ``text``, its terminal controls made visible first."""
-        return super().render_str(terminal_safe(text), **kwargs)
+    def render(self, renderable: Any, options: ConsoleOptions | None = None
+               ) -> Iterable[Segment]:
+        """Rich's segments of ``renderable``, their text terminal-safe."""
+        for segment in super().render(renderable, options):
+            if segment.control or segment.text.isprintable():
+                yield segment
+            else:
+                yield Segment(terminal_safe(segment.text), segment.style, segment.control)
 
     def on_broken_pipe(self) -> None:
         """Exit 0 quietly (see :func:`end_on_closed_stdout`)."""
@@ -65,10 +73,19 @@ def make_console(*, stderr: bool = False) -> Console:
 console = make_console()
 
 
+#: What JSON writes as itself but a terminal obeys or reorders: DEL, C1 controls and bidi
+#: overrides (C0 controls, ESC among them, JSON escapes already). They occur only inside
+#: strings, where a JSON escape (backslash, u, four hex digits) is the same text.
+_JSON_RAW_CONTROLS = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
 def print_json(data: Any) -> None:
-    """Machine-readable output: plain JSON on stdout, nothing else."""
+    """Machine-readable output: plain JSON on stdout, nothing else; characters a terminal
+    would obey are written as JSON escapes (a person reads ``--json`` too)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    text = _JSON_RAW_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     try:
-        print(json.dumps(data, indent=2, ensure_ascii=False, default=str), flush=True)
+        print(text, flush=True)
     except BrokenPipeError:  # caught here: Click would turn it into exit 1
         end_on_closed_stdout()
 

@@ -37,11 +37,14 @@ def test_check_text_names_the_field() -> None:
     ("tab\tand\nnewline stay", "tab\tand\nnewline stay"),
     ("\x1b[2J\x1b[31mred\x1b[0m", "␛[2J␛[31mred␛[0m"),
     ("\x1b]0;title\x07", "␛]0;title␇"),
-    ("over\rwrite", "over␍write"),
+    ("over\rwrite", "overwrite"),  # dropped, as Rich drops it
+    ("crlf\r\nline\fpage\x08", "crlf\nlinepage"),
+    ("שלום \u200fעולם \u200e", "שלום \u200fעולם \u200e"),  # direction marks are text
     ("del\x7f and C1 \x9b2J", "del␡ and C1 \ufffd2J"),
     ("bidi \u202eevil\u202c and \u2066isolate\u2069",
      "bidi \ufffdevil\ufffd and \ufffdisolate\ufffd"),
     ("\x00", "␀"),
+    ("日本語 😀 │ ┃", "日本語 😀 │ ┃"),
 ])
 def test_terminal_safe_shows_every_control_a_terminal_would_obey(value: str,
                                                                  shown: str) -> None:

@@ -85,6 +85,8 @@ def test_without_the_key_erase_is_refused_and_users_delete_says_what_is_left(
     person = create_person(engine, name=f"cli-qa-{uuid.uuid4().hex[:10]}", permissions=[])
     seed(engine, person.id, days_ago=1)
     monkeypatch.delenv("RAGPLATE_APP_KEY")
+    # The previous keys alone miss the records logged under the current one: refused too.
+    monkeypatch.setenv("RAGPLATE_APP_PREVIOUS_KEYS", '["an-old-key"]')
     get_settings.cache_clear()
 
     monkeypatch.setattr("sys.argv", ["ragplate", "analytics", "erase", person.name, "--json"])

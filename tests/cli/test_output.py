@@ -4,6 +4,7 @@ and Prefect's run records once each: no task line at INFO, one error."""
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import subprocess
@@ -11,7 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.markdown import Markdown
 from rich.table import Table
+from rich.text import Text
 
 from ragplate.cli import output
 from ragplate.infra import postgres
@@ -238,11 +241,15 @@ def test_the_console_prints_what_people_typed_as_text_not_as_terminal_commands()
     table.add_row(HOSTILE)
     console.print(HOSTILE, highlight=False)
     console.print(table)
+    # Rich objects built from the text (an answer, a quoted excerpt) are covered too.
+    console.print(Text(HOSTILE))
+    console.print(Markdown(HOSTILE))
 
     printed = stream.getvalue()
-    for sequence in ("\x1b]0;", "\x07", "\x1b[2J", "\x1b[31m", "\u202e"):
+    for sequence in ("\x1b]0;", "\x1b[2J", "\x1b[31m", "\u202e"):
         assert sequence not in printed, sequence
-    assert printed.count("␛]0;pwned␇␛[2J␛[31mZebrafish guide␛[0m") == 2
+    # (Rich drops the BEL itself.)
+    assert printed.count("␛]0;pwned") == printed.count("␛[2J␛[31mZebrafish guide␛[0m") == 4
     assert "\x1b[1m" in printed  # the console's own styling (the table's header) stays
 
 
@@ -251,3 +258,14 @@ def test_a_log_line_quoting_a_hostile_value_is_terminal_safe() -> None:
                                     f"skipped {HOSTILE}.md"))
     assert "\x1b" not in line and "\u202e" not in line
     assert line.startswith("WARNING ragplate.indexing: skipped ␛]0;pwned␇")
+
+
+def test_json_output_escapes_what_a_terminal_would_obey_and_reads_back_the_same(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    data = {"title": "a\x9b2J \u202eevil\u202c \\\x9b é 日本", "esc": "\x1b[2J"}
+    output.print_json(data)
+
+    printed = capsys.readouterr().out
+    assert not any(c in printed for c in "\x9b\u202e\u202c\x1b")
+    assert "\\u009b" in printed and "é 日本" in printed  # other text stays as it is
+    assert json.loads(printed) == data

@@ -34,9 +34,10 @@ class RecordSearch(Protocol):
 
     def vector_hits(self, entity: Entity, *, profile: EmbeddingProfile, vector: np.ndarray,
                     locale: str, tenants: Sequence[str] | None,
-                    limit: int) -> list[RecordHit]:
+                    limit: int, excluded: str = "") -> list[RecordHit]:
         """The ``limit`` nearest vectors of ``profile`` (any locale's) of records that
-        have a text in ``locale``, which is the text returned."""
+        have a text in ``locale``, which is the text returned, and whose text holds no word
+        of ``excluded`` (read as :meth:`keyword_hits` reads a ``-`` word)."""
 
     def similarities(self, entity: Entity, *, profile: EmbeddingProfile, vector: np.ndarray,
                      keys: Sequence[str]) -> dict[str, float]:
@@ -63,11 +64,12 @@ class PostgresRecordSearch:
 
     def vector_hits(self, entity: Entity, *, profile: EmbeddingProfile, vector: np.ndarray,
                     locale: str, tenants: Sequence[str] | None,
-                    limit: int) -> list[RecordHit]:
+                    limit: int, excluded: str = "") -> list[RecordHit]:
         """See :class:`RecordSearch`."""
         with self.engine.connect() as conn:
             return search.vector_hits(conn, entity, profile=profile, vector=vector,
-                                      locale=locale, tenants=tenants, limit=limit)
+                                      locale=locale, tenants=tenants, limit=limit,
+                                      excluded=excluded)
 
     def similarities(self, entity: Entity, *, profile: EmbeddingProfile, vector: np.ndarray,
                      keys: Sequence[str]) -> dict[str, float]:

@@ -47,6 +47,12 @@ def document_id(record_key: str, locale: str) -> str:
     return f"{record_key}|{locale}"
 
 
+def _words(text: str, locale: str) -> list[dict[str, Any]]:
+    """Matches of ``text`` in the title (boosted) or the body, in ``locale``'s language."""
+    tongue = language(locale)
+    return [{"match": {f"title_{tongue}": {"query": text, "boost": TITLE_BOOST}}},
+            {"match": {f"body_{tongue}": {"query": text}}}]
+
 class ElasticsearchRecords:
     """The application-search indexes of every entity: written from PostgreSQL, searched
     as a :class:`~ragplate.infra.records.engines.RecordSearch`."""
@@ -172,16 +178,10 @@ class ElasticsearchRecords:
         a word or quoted phrase after ``-`` excludes the records holding any of its
         words. Reads the entity's alias (the serving model's index)."""
         wanted, excluded = split_negations(query)
-        tongue = language(locale)
-
-        def words(text: str) -> list[dict[str, Any]]:
-            return [{"match": {f"title_{tongue}": {"query": text, "boost": TITLE_BOOST}}},
-                    {"match": {f"body_{tongue}": {"query": text}}}]
-
         body: dict[str, Any] = {"filter": [term("locale", locale), *self._tenants(tenants)],
-                                "should": words(wanted), "minimum_should_match": 1}
+                                "should": _words(wanted, locale), "minimum_should_match": 1}
         if excluded.strip():
-            body["must_not"] = words(excluded)
+            body["must_not"] = _words(excluded, locale)
         alias = self.alias(entity.name)
         found = call_or_none(lambda: self.client.search(
             index=alias, query={"bool": body}, size=min(MAX_WINDOW, limit), source=_HIT),
@@ -194,7 +194,7 @@ class ElasticsearchRecords:
 
     def vector_hits(self, entity: Entity, *, profile: EmbeddingProfile, vector: np.ndarray,
                     locale: str, tenants: Sequence[str] | None,
-                    limit: int) -> list[RecordHit]:
+                    limit: int, excluded: str = "") -> list[RecordHit]:
         """kNN over every locale's vector of ``profile``'s index, a row per vector (as the
         PostgreSQL query), each returned in ``locale``'s text; a record without one is
         left out. The kNN widens until ``limit`` rows have that text or the index is
@@ -203,7 +203,7 @@ class ElasticsearchRecords:
         k = min(MAX_WINDOW, limit)
         while True:
             ranked, exhausted = self._nearest(name, profile, vector, tenants, k)
-            hits = self._localized(name, ranked, locale)
+            hits = self._localized(name, ranked, locale, excluded)
             if len(hits) >= limit or exhausted or k >= MAX_WINDOW:
                 return hits[:limit]
             k = min(MAX_WINDOW, 4 * k)
@@ -227,14 +227,23 @@ class ElasticsearchRecords:
                 for h in hits], len(hits) < k
 
     def _localized(self, name: str, ranked: list[tuple[str, float]],
-                   locale: str) -> list[RecordHit]:
+                   locale: str, excluded: str = "") -> list[RecordHit]:
+        """``ranked``'s texts in ``locale``, but those holding a word of ``excluded``."""
         if not ranked:
             return []
         ids = sorted({document_id(key, locale) for key, _ in ranked})
-        texts = call(lambda: self.client.mget(index=name, ids=ids,
-                                              source_includes=_HIT["includes"]), name)
-        localized = {d["_source"]["record_key"]: d["_source"] for d in texts["docs"]
-                     if d.get("found")}
+        if excluded.strip():
+            keys = sorted({key for key, _ in ranked})
+            kept = call(lambda: self.client.search(index=name, query={"bool": {
+                "filter": [{"terms": {"record_key": keys}}, term("locale", locale)],
+                "must_not": _words(excluded, locale)}}, size=len(keys), source=_HIT), name)
+            localized = {h["_source"]["record_key"]: h["_source"]
+                         for h in kept["hits"]["hits"]}
+        else:
+            texts = call(lambda: self.client.mget(index=name, ids=ids,
+                                                  source_includes=_HIT["includes"]), name)
+            localized = {d["_source"]["record_key"]: d["_source"] for d in texts["docs"]
+                         if d.get("found")}
         return [RecordHit(key, localized[key]["title"], localized[key]["body"], locale, score)
                 for key, score in ranked if key in localized]
 

@@ -36,12 +36,12 @@ def keyword_hits(conn: Connection, entity: Entity, *, query: str, locale: str,
 
 def vector_hits(conn: Connection, entity: Entity, *, profile: EmbeddingProfile,
                 vector: np.ndarray, locale: str, tenants: Sequence[str] | None,
-                limit: int) -> list[RecordHit]:
+                limit: int, excluded: str = "") -> list[RecordHit]:
     """The ``limit`` nearest vectors of ``profile``, one hit per vector (a record can
     appear once per locale it has), in the order the index returned them; a vector with no
-    direction scores 0."""
+    direction scores 0. Records holding a word of ``excluded`` are left out."""
     statement = sql.vector_query(entity, profile=profile, vector=vector, locale=locale,
-                                 tenants=tenants, limit=limit)
+                                 tenants=tenants, limit=limit, excluded=excluded)
     return [RecordHit(r.record_key, r.title, r.body, r.locale, float(np.nan_to_num(r.score)))
             for r in sql.fetch(conn, statement)]
 

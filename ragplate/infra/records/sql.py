@@ -313,10 +313,12 @@ def vector_query(
     locale: str,
     tenants: Sequence[str] | None,
     limit: int,
+    excluded: str = "",
 ) -> Query:
     """Nearest vectors of ``profile`` (every locale's vector is searched) for records that
     have a translation in ``locale``, which is the text returned; one row per vector, so a
-    record can appear once per locale it has.
+    record can appear once per locale it has. A record whose text in ``locale`` holds a
+    word of ``excluded`` is left out, read as :func:`keyword_query` reads it.
 
     The cast, operator and literal predicate repeat the partial HNSW index, so the plan is
     an index scan under the joins; an iterative scan keeps filtered rows from starving it.
@@ -334,6 +336,10 @@ def vector_query(
     }
     where = [model_predicate(profile.key, "me.model_key"), "me.entity = :entity",
              *_searchable(entity, params), *_tenant(entity, tenants, params)]
+    if excluded.strip():
+        params.update(excluded=excluded, config=query_configuration(entity, locale))
+        where.append(f"NOT coalesce({_tsvector(entity)} @@ "
+                     f"({_or_query('excluded', lexemes=False)}), false)")
     sql = (
         f"SELECT {_hit_columns(entity)}, {distance} AS distance, "
         f"{SCORE_SQL[profile.similarity].format(d=distance)} AS score FROM {TABLE} me "

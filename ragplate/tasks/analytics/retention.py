@@ -32,9 +32,9 @@ NO_KEY = ("RAGPLATE_APP_KEY is not set: query records name a person only by a re
 
 def erase(store: QueryLog, settings: Settings, *, user_id: int) -> int:
     """Delete every record of ``user_id`` (any key it was written under); how many.
-    :class:`ConfigurationError` without any key: a "0 deleted" would say the person's
-    records are gone when none could even be looked for."""
-    found = refs(user_id, settings)
-    if not found:
+    :class:`ConfigurationError` without the current key: a "0 deleted" (or the count
+    under the previous keys alone) would say the person's records are gone when those
+    logged now could not even be looked for."""
+    if settings.app_key is None:  # the previous keys alone miss what is logged now
         raise ConfigurationError(NO_KEY)
-    return store.delete_refs(found)
+    return store.delete_refs(refs(user_id, settings))

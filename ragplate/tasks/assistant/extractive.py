@@ -32,12 +32,15 @@ MIN_WORDS, MAX_WORDS = 4, 70
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-ZÀ-Ý0-9`])")
 _LIST_ITEM = re.compile(r"^([-*+]|\d+[.)])\s+")
 _FENCE = re.compile(r"^\s*(```|~~~).*?^\s*(```|~~~)\s*$", re.MULTILINE | re.DOTALL)
-_MARKUP = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|\[([^\]]+)\]\([^)]+\)")
+# Emphasis markers, not the double underscores inside a name (RAGPLATE_SERVERS__CHAT__URL).
+_MARKUP = re.compile(r"\*\*|(?<!\w)__|__(?!\w)|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)"
+                     r"|\[([^\]]+)\]\([^)]+\)")
 # "(see below)" points at a place the answer does not have.
 _POINTER = re.compile(r"\s*\((see|vedi|cf\.?)\s+(below|above|sotto|sopra|the (next|previous) "
                       r"section)[^)]*\)", re.IGNORECASE)
-#: A setting's name: upper-case words joined by underscores (``AI_FAQ_VECTOR_STORE``).
-_SETTING_NAME = re.compile(r"(?<![\w$])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?!\w)")
+#: A setting's name: upper-case words joined by underscores (``AI_FAQ_VECTOR_STORE``, a
+#: nested ``RAGPLATE_SERVERS__CHAT__URL``), also as a shell writes it (``$APP_KEY``).
+_SETTING_NAME = re.compile(r"(?<!\w)[A-Z][A-Z0-9]*(?:__?[A-Z0-9]+)+(?!\w)")
 # A sentence that leans on the one before it reads as a fragment on its own.
 _ANAPHORA = re.compile(r"^(This|That|These|Those|It|They|Here|There|Such|Both|Questo|Questa|"
                        r"Questi|Queste|Quello|Ciò|Qui|Entrambi)\b")

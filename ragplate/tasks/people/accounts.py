@@ -30,7 +30,7 @@ from ragplate.catalog.settings import Settings
 from ragplate.infra import people
 from ragplate.infra.analytics import make_query_log
 from ragplate.infra.people import PersonRow
-from ragplate.tasks.analytics.retention import erase, refs
+from ragplate.tasks.analytics.retention import erase
 
 #: Bytes of randomness in a token (256 bits).
 TOKEN_BYTES = 32
@@ -119,7 +119,7 @@ def delete(engine: Engine, *, name: str, settings: Settings | None = None) -> De
         person = people.person_by_name(conn, name)
         people.delete_person(conn, person)
     erased: int | None = None
-    if settings is not None and refs(person.id, settings):
+    if settings is not None and settings.app_key is not None:
         erased = erase(make_query_log(settings, engine), settings, user_id=person.id)
     return Deleted(person, erased)
 

@@ -45,11 +45,9 @@ from ragplate.catalog.errors import ActiveProfileError
 from ragplate.catalog.people import check_locale, check_tenant
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.text import check_text
-from ragplate.catalog.text_search import language
 from ragplate.infra.records.engines import PostgresRecordSearch, RecordSearch
 from ragplate.infra.records.search import RecordHit, explain_vector_hits
 from ragplate.infra.records.sql import split_negations
-from ragplate.infra.stores.lexical import tokens
 from ragplate.tasks.records.texts import compose_text
 from ragplate.tasks.retrieval.documentation import excerpt
 from ragplate.tasks.retrieval.fusion import RRF_K, reciprocal_rank_fusion, tuned_fusion
@@ -138,11 +136,12 @@ def _candidates(top_k: int) -> int:
 
 def _vector(records: RecordSearch, entity: Entity, profile: EmbeddingProfile,
             vector: np.ndarray, locale: str, tenants: list[str],
-            limit: int) -> dict[str, RecordHit]:
+            limit: int, excluded: str = "") -> dict[str, RecordHit]:
     # A record has one vector per locale: fetch more rows, keep each record's best.
     best: dict[str, RecordHit] = {}
     for hit in records.vector_hits(entity, profile=profile, vector=vector, locale=locale,
-                                   tenants=tenants, limit=limit * VECTOR_ROWS_PER_HIT):
+                                   tenants=tenants, limit=limit * VECTOR_ROWS_PER_HIT,
+                                   excluded=excluded):
         if hit.record_key not in best or hit.score > best[hit.record_key].score:
             best[hit.record_key] = hit
     # relaxed_order may return rows slightly out of order: rank exactly.
@@ -190,7 +189,8 @@ def search_records(
         strategy = degrade(strategy, "fast", "no_vectors")
     keyword = _keyword(ranker, ent, query, locale, tenants, limit)
     # "-word" excludes in every strategy, not in the keyword one alone: the vectors look for
-    # what is wanted (a query of exclusions only wants nothing), and drop what is excluded.
+    # what is wanted (a query of exclusions only wants nothing), and the engine leaves out
+    # what is excluded as its keyword search does, before the limit.
     wanted, excluded = split_negations(query)
     vectors: dict[str, RecordHit] | None = None
     vector: np.ndarray | None = None
@@ -202,8 +202,8 @@ def search_records(
                         exc.__class__.__name__)
             strategy = degrade(strategy, "fast", "embedder_failed")
         else:
-            vectors = _without(_vector(ranker, ent, serving, vector, locale, tenants, limit),
-                               excluded, locale)
+            vectors = _vector(ranker, ent, serving, vector, locale, tenants, limit,
+                              excluded)
     similarity: dict[str, float] = {}
     if vectors is not None and vector is not None and serving is not None:
         similarity = {k: v.score for k, v in vectors.items()}
@@ -242,18 +242,6 @@ def search_records(
                       model_key=serving.key if vectors is not None and serving else None,
                       strategies=list(per_strategy), reranked=reranked)
     return AppSearchResult(hits, meta, per_strategy, scores)
-
-
-def _without(hits: dict[str, RecordHit], excluded: str, locale: str
-             ) -> dict[str, RecordHit]:
-    """``hits`` but those whose title or body holds a word of ``excluded``, stemmed in the
-    locale's language as the keyword search reads them ("refunds" excludes "refund")."""
-    name = language(locale)
-    banned = set(tokens(excluded, name))
-    if not banned:
-        return hits
-    return {key: hit for key, hit in hits.items()
-            if not banned & set(tokens(f"{hit.title} {hit.body}", name))}
 
 
 def _rerank(reranker: Reranker, query: str, ranked: list[tuple[str, float]],

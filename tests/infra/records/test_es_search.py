@@ -94,6 +94,17 @@ def test_vector_search_returns_the_requested_locale(records: ElasticsearchRecord
     assert set(best) == {"1", "4"} and best["1"] == pytest.approx(1.0)
 
 
+def test_vector_search_leaves_out_records_holding_an_excluded_word(
+    records: ElasticsearchRecords,
+) -> None:
+    q = np.asarray([1, 0, 0, 0], dtype=np.float32)
+    hits = records.vector_hits(ENTITY, profile=TINY, vector=q, locale="en",
+                               tenants=["global"], limit=10, excluded="rebuilding")
+    # Record 1's English text is about rebuilding (stemmed as the keyword search reads it):
+    # both its vectors go; 2 stays, in the nearest order.
+    assert keys(hits) == ["2"]
+
+
 def test_vector_search_widens_until_the_locale_has_enough_records(
     records: ElasticsearchRecords,
 ) -> None:

@@ -150,6 +150,15 @@ def test_a_question_naming_a_setting_is_answered_only_by_sentences_naming_it() -
     # Two settings asked of, one named nowhere: no answer rather than half of one.
     assert extract("Does RAGPLATE_APP_KEY replace RAGPLATE_OLD_SECRET?", hits,
                    locale="en").sentences == []
+    # A nested setting keeps its double underscores (they are not emphasis markers).
+    nested = hit("Servers", "Set `RAGPLATE_SERVERS__CHAT__URL` to the chat server's address. "
+                 "A __bold__ word stays a word.")
+    assert [s.text for s in extract("What is RAGPLATE_SERVERS__CHAT__URL?", [nested],
+                                    locale="en").sentences] == [
+        "Set `RAGPLATE_SERVERS__CHAT__URL` to the chat server's address."]
+    assert prose_sentences(nested.text)[1] == "A bold word stays a word."
+    # Written as a shell writes it, it is the same setting.
+    assert extract("What is $RAGPLATE_APP_KEY for?", hits[:1], locale="en").sentences == []
     # Without a setting's name the question's words decide, as before.
     assert extract("What does the embedding server read on every call?", hits[:1],
                    locale="en").sentences
