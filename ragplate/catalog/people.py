@@ -78,7 +78,7 @@ class Person:
 
 def check_name(name: str) -> str:
     """A user name: letters, digits and ``_ . @ -``, 1–100 characters."""
-    if not NAME_PATTERN.match(name):
+    if not NAME_PATTERN.fullmatch(name):
         raise InvalidInputError(
             f"user name {name!r} is not valid: use letters, digits and _ . @ - "
             "(1-100 characters, starting with a letter or digit)")
@@ -88,7 +88,7 @@ def check_name(name: str) -> str:
 def check_permissions(permissions: list[str]) -> frozenset[str]:
     """Permission names such as ``docs.developer`` or ``cms.contents:select``."""
     for permission in permissions:
-        if not PERMISSION_PATTERN.match(permission):
+        if not PERMISSION_PATTERN.fullmatch(permission):
             raise InvalidInputError(
                 f"permission {permission!r} is not valid: lower-case words joined by "
                 "'.' or ':' (e.g. docs.developer)")
@@ -97,7 +97,7 @@ def check_permissions(permissions: list[str]) -> frozenset[str]:
 
 def check_tenant(tenant: str | None) -> str | None:
     """A tenant id, or ``None`` for a person of no tenant (global documents only)."""
-    if tenant is not None and not TENANT_PATTERN.match(tenant):
+    if tenant is not None and not TENANT_PATTERN.fullmatch(tenant):
         raise InvalidInputError(f"tenant {tenant!r} is not valid: letters, digits and "
                                 "_ . : - (1-200 characters)")
     return tenant
@@ -105,7 +105,7 @@ def check_tenant(tenant: str | None) -> str | None:
 
 def check_locale(locale: str) -> str:
     """A locale such as ``en`` or ``it-IT``."""
-    if not LOCALE_PATTERN.match(locale):
+    if not LOCALE_PATTERN.fullmatch(locale):
         raise InvalidInputError(f"locale {locale!r} is not valid (e.g. en, it, pt-BR)")
     return locale
 

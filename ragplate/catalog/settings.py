@@ -11,6 +11,7 @@ pass them on.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -699,7 +700,7 @@ def switch_fallback(name: str, value: object) -> float:
         number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return default
-    if number != number or number < low:  # NaN compares unequal to itself
+    if not math.isfinite(number) or number < low:  # NaN, or an infinity: not a number
         return default
     if name == "switch_gate_margin" and number > 1:
         return default

@@ -13,6 +13,10 @@ from ragplate.catalog.people import (
     DEFAULT_TOKEN_TTL_DAYS,
     IMPERSONATION_TOKEN_LIFETIME,
     MAX_TOKEN_TTL_DAYS,
+    check_locale,
+    check_name,
+    check_permissions,
+    check_tenant,
     token_lifetime,
 )
 from ragplate.catalog.settings import Settings
@@ -92,3 +96,11 @@ def test_spans_are_what_since_reads_too() -> None:
     assert parse_span("9" * 30 + "m") == timedelta.max  # a span, too long for any bound
     for bad in ("7", "d", "7 d", "7D", "+7d", "３d", "yesterday"):
         assert parse_span(bad) is None, bad
+
+
+def test_a_trailing_newline_is_no_part_of_a_valid_value() -> None:
+    # "$" alone matches before a final newline: "acme\n" would pass as a tenant.
+    for check, value in ((check_tenant, "acme\n"), (check_locale, "en\n"),
+                         (check_name, "ada\n"), (check_permissions, ["docs.developer\n"])):
+        with pytest.raises(InvalidInputError):
+            check(value)  # type: ignore[operator]

@@ -30,6 +30,7 @@ def test_defaults(clean_env: pytest.MonkeyPatch) -> None:
     ("index_chunk_stall_seconds", "86400", 86400),
     ("state_lock_wait_seconds", "0", 10), ("state_lock_wait_seconds", "nan", 10),
     ("state_lock_wait_seconds", "abc", 10), ("state_lock_wait_seconds", "3", 3),
+    ("state_lock_wait_seconds", "inf", 10), ("index_chunk_stall_seconds", "-inf", 900),
     ("switch_gate_margin", "-0.1", 0.05), ("switch_gate_margin", "1.5", 0.05),
     ("switch_gate_margin", "lots", 0.05), ("switch_gate_margin", "0", 0.0),
     ("switch_gate_margin", "0.2", 0.2),
