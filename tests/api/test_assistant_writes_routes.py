@@ -13,10 +13,10 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from ragplate.api.app import create_app
-from ragplate.catalog.settings import ServerSettings, Settings
+from ragplate.catalog.settings import Settings
 from tests.testing.chat_double import ChatDouble
 from tests.testing.people import bearer
-from tests.testing.writes import OPTED_IN, TICKET_APPROVER, TICKET_MEMBER, answer, calls
+from tests.testing.writes import TICKET_APPROVER, TICKET_MEMBER, answer, calls, writes_settings
 
 pytestmark = pytest.mark.integration
 
@@ -32,11 +32,7 @@ def double() -> Iterator[ChatDouble]:
 
 @pytest.fixture(scope="module")
 def client(settings: Settings, double: ChatDouble) -> Iterator[TestClient]:
-    configured = settings.model_copy(update={
-        "servers": {**settings.servers,
-                    "chat": ServerSettings(url=double.url, model="m", timeout=10.0)},
-        "tools_crud_entities": OPTED_IN, "tools_crud_unmoderated_writes": ["cms.contents"]})
-    with TestClient(create_app(configured)) as test_client:
+    with TestClient(create_app(writes_settings(settings, chat_url=double.url))) as test_client:
         yield test_client
 
 

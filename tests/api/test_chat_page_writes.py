@@ -37,7 +37,7 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-from ragplate.catalog.settings import ServerSettings, Settings
+from ragplate.catalog.settings import Settings
 from tests.api.test_chat_page import (
     CHROMIUM,
     DOCS,
@@ -52,7 +52,7 @@ from tests.api.test_chat_page import (
 from tests.testing.app_server import AppServer
 from tests.testing.chat_double import ChatDouble
 from tests.testing.people import bearer
-from tests.testing.writes import OPTED_IN, TICKET_APPROVER, TICKET_MEMBER, answer, calls
+from tests.testing.writes import TICKET_APPROVER, TICKET_MEMBER, answer, calls, writes_settings
 
 pytestmark = [
     pytest.mark.integration,
@@ -78,11 +78,7 @@ def double() -> Iterator[ChatDouble]:
 
 @pytest.fixture(scope="module")
 def server(settings: Settings, double: ChatDouble) -> Iterator[AppServer]:
-    configured = settings.model_copy(update={
-        "servers": {**settings.servers,
-                    "chat": ServerSettings(url=double.url, model="m", timeout=10.0)},
-        "tools_crud_entities": OPTED_IN, "tools_crud_unmoderated_writes": ["cms.contents"],
-        "assistant_stream_delay_ms": 5})
+    configured = writes_settings(settings, chat_url=double.url, assistant_stream_delay_ms=5)
     with AppServer(configured) as running:
         yield running
 

@@ -19,12 +19,19 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from ragplate.api.app import create_app
-from ragplate.catalog.settings import ServerSettings, Settings
+from ragplate.catalog.settings import Settings
 from ragplate.infra import conversations as store
 from ragplate.infra import writes as writes_sql
 from tests.testing.chat_double import ChatDouble
 from tests.testing.people import bearer
-from tests.testing.writes import OPTED_IN, TICKET_APPROVER, TICKET_MEMBER, answer, audit_rows, calls
+from tests.testing.writes import (
+    TICKET_APPROVER,
+    TICKET_MEMBER,
+    answer,
+    audit_rows,
+    calls,
+    writes_settings,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -40,11 +47,7 @@ def double() -> Iterator[ChatDouble]:
 
 @pytest.fixture(scope="module")
 def client(settings: Settings, double: ChatDouble) -> Iterator[TestClient]:
-    configured = settings.model_copy(update={
-        "servers": {**settings.servers,
-                    "chat": ServerSettings(url=double.url, model="m", timeout=10.0)},
-        "tools_crud_entities": OPTED_IN, "tools_crud_unmoderated_writes": ["cms.contents"]})
-    with TestClient(create_app(configured)) as test_client:
+    with TestClient(create_app(writes_settings(settings, chat_url=double.url))) as test_client:
         yield test_client
 
 

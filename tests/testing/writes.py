@@ -11,7 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ragplate.catalog.people import Person
-from ragplate.catalog.settings import Settings
+from ragplate.catalog.settings import ServerSettings, Settings
 from ragplate.infra.conversations import StoredMessage
 from ragplate.infra.models.chat import OpenAIChatClient
 from ragplate.infra.runtime import Runtime
@@ -29,11 +29,21 @@ TICKET_MEMBER = ("sao.tickets.read", "sao.tickets.create", "sao.tickets.update",
 TICKET_APPROVER = (*TICKET_MEMBER, "sao.tickets.approve")
 
 
-def writes_runtime(settings: Settings, **overrides: Any) -> Runtime:
-    """A runtime on the session's database whose settings opt the data tools in."""
+def writes_settings(settings: Settings, *, chat_url: str | None = None,
+                    **overrides: Any) -> Settings:
+    """``settings`` opting the data tools in, with the chat model at ``chat_url`` (a
+    :class:`ChatDouble`) when given."""
     update: dict[str, Any] = {"tools_crud_entities": OPTED_IN,
                               "tools_crud_unmoderated_writes": ["cms.contents"], **overrides}
-    return Runtime(settings.model_copy(update=update))
+    if chat_url is not None:
+        update["servers"] = {**settings.servers,
+                             "chat": ServerSettings(url=chat_url, model="m", timeout=10.0)}
+    return settings.model_copy(update=update)
+
+
+def writes_runtime(settings: Settings, **overrides: Any) -> Runtime:
+    """A runtime on the session's database whose settings opt the data tools in."""
+    return Runtime(writes_settings(settings, **overrides))
 
 
 def answer(text: str = "I prepared the change for you to review.") -> Text:
