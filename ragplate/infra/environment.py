@@ -17,16 +17,10 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_settings.exceptions import SettingsError
 
-from ragplate.catalog.errors import (
-    ConfigurationError,
-    EmptyVariableError,
-    is_blank,
-    validation_message,
-)
+from ragplate.catalog.errors import ConfigurationError, validation_message
 from ragplate.catalog.profiles import enable_test_profiles
 from ragplate.catalog.settings import Settings
-
-_HOME = "RAGPLATE_HOME"
+from ragplate.infra.home import named_home
 
 
 def default_home(environ: Mapping[str, str]) -> Path | None:
@@ -34,10 +28,7 @@ def default_home(environ: Mapping[str, str]) -> Path | None:
     not; ``None`` otherwise (the variable, or the settings' own default, applies). A
     ``RAGPLATE_HOME`` set but empty (or only whitespace) is refused with
     :class:`EmptyVariableError`, as for every setting."""
-    named = [value for key, value in environ.items() if key.upper() == _HOME]
-    if named and is_blank(named[0]):
-        raise EmptyVariableError([_HOME])
-    if named:
+    if named_home(environ) is not None:
         return None
     base = environ.get("XDG_DATA_HOME")
     return Path(base) / "ragplate" if base else None

@@ -38,16 +38,22 @@ DEFAULT_HOME = Path("~/.local/share/ragplate")
 _chosen: dict[str, str] = {}
 
 
-def ragplate_home(environ: Mapping[str, str]) -> Path:
-    """``RAGPLATE_HOME`` as the settings read it from ``environ`` (any case), else
-    ``$XDG_DATA_HOME/ragplate``, else :data:`DEFAULT_HOME`; absolute. Set but empty (or
-    only whitespace), it is refused with :class:`EmptyVariableError`, as the settings
-    refuse it."""
+def named_home(environ: Mapping[str, str]) -> str | None:
+    """``RAGPLATE_HOME`` of ``environ`` in any case, as the settings read it (``None`` when
+    unset). Set but empty (or only whitespace), it is refused with
+    :class:`EmptyVariableError`, as the settings refuse it."""
     named = [value for key, value in environ.items() if key.upper() == "RAGPLATE_HOME"]
     if named and is_blank(named[0]):
         raise EmptyVariableError(["RAGPLATE_HOME"])
-    if named:
-        home = Path(named[0])
+    return named[0] if named else None
+
+
+def ragplate_home(environ: Mapping[str, str]) -> Path:
+    """:func:`named_home`, else ``$XDG_DATA_HOME/ragplate``, else :data:`DEFAULT_HOME`;
+    absolute."""
+    named = named_home(environ)
+    if named is not None:
+        home = Path(named)
     elif environ.get("XDG_DATA_HOME"):
         home = Path(environ["XDG_DATA_HOME"]) / "ragplate"
     else:
