@@ -139,7 +139,7 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
     named = set(_SETTING_NAME.findall(question))
 
     def naming(text_: str) -> set[str]:
-        return named & set(_SETTING_NAME.findall(text_))
+        return _named_in(named, text_)
 
     scores = {(c[0], c[1]): score(c) for c in candidates}
     scored = sorted(((scores[(c[0], c[1])], c) for c in candidates
@@ -159,6 +159,17 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
 
 
 Candidate = tuple[int, int, str, set[str]]
+
+
+def _named_in(asked: set[str], text_: str) -> set[str]:
+    """The settings asked of that ``text_`` names: by the same name, or by a longer one that
+    ends with it (a question's ``APP_KEY`` is the docs' ``RAGPLATE_APP_KEY``). Not the other
+    way round: a question's ``RAGPLATE_APP_KEY`` is not another program's ``APP_KEY``."""
+    if not asked:
+        return set()
+    written = set(_SETTING_NAME.findall(text_))
+    return {name for name in asked
+            if any(w == name or w.endswith("_" + name) for w in written)}
 
 
 def _choose(scored: list[tuple[float, Candidate]], by_place: dict[tuple[int, int], Candidate]

@@ -159,6 +159,13 @@ def test_a_question_naming_a_setting_is_answered_only_by_sentences_naming_it() -
     assert prose_sentences(nested.text)[1] == "A bold word stays a word."
     # Written as a shell writes it, it is the same setting.
     assert extract("What is $RAGPLATE_APP_KEY for?", hits[:1], locale="en").sentences == []
+    # A short name is the full name that ends with it, and only that one.
+    short = extract("What is APP_KEY for?", hits, locale="en")
+    assert [h.source_label for h in short.cited] == ["Analytics"]
+    assert extract("What is APP_KEY for?", hits[:1], locale="en").sentences == []
+    # The other way round is another program's setting, not this one.
+    laravel = hit("Laravel", "Laravel encrypts cookies with the `APP_KEY` of the `.env` file.")
+    assert extract("What is RAGPLATE_APP_KEY for?", [laravel], locale="en").sentences == []
     # Without a setting's name the question's words decide, as before.
     assert extract("What does the embedding server read on every call?", hits[:1],
                    locale="en").sentences
