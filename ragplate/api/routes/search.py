@@ -65,7 +65,8 @@ class SearchInfo(BaseModel):
     mode: str = Field(description="The mode that answered.")
     degraded_reason: str | None = Field(
         description="Why a cheaper mode answered: embedder_unavailable, no_vectors, "
-        "embedder_failed, reranker_unavailable or reranker_failed; null when none did."
+        "embedder_failed, nothing_to_embed (the query only excludes words), "
+        "reranker_unavailable or reranker_failed; null when none did."
     )
     model_key: str | None = Field(description="The embedding model of the vectors searched.")
     strategies: list[str] = Field(description="keyword, and vector + hybrid when vectors ran.")

@@ -21,6 +21,7 @@ Whatever prevents the requested mode is served by a cheaper one and named in
 | ``embedder_unavailable`` | the serving model's embedder cannot be built | ``fast`` |
 | ``no_vectors`` | no record of the entity has a vector of the serving model | ``fast`` |
 | ``embedder_failed`` | embedding the query raised | ``fast`` |
+| ``nothing_to_embed`` | the query only excludes words (``-word``): nothing is wanted | ``fast`` |
 | ``reranker_unavailable`` | ``deep`` without a configured (or buildable) reranker | ``balanced`` |
 | ``reranker_failed`` | the rerank call raised | ``balanced`` |
 
@@ -192,6 +193,8 @@ def search_records(
     # what is wanted (a query of exclusions only wants nothing), and the engine leaves out
     # what is excluded as its keyword search does, before the limit.
     wanted, excluded = split_negations(query)
+    if strategy.embedder is not None and not wanted.strip():
+        strategy = degrade(strategy, "fast", "nothing_to_embed")
     vectors: dict[str, RecordHit] | None = None
     vector: np.ndarray | None = None
     if strategy.embedder is not None and serving is not None and wanted.strip():

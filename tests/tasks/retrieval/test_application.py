@@ -144,7 +144,11 @@ def test_an_excluded_word_excludes_in_every_mode_and_exclusions_alone_find_nothi
     # The vectors of "-warehouse" are near the warehouse record: they must not bring back
     # what the keyword search excludes.
     for mode in ("balanced", "deep"):
-        assert search(engine, "-warehouse", mode, embedder_factory=lambda: caching).hits == []
+        alone = search(engine, "-warehouse", mode, embedder_factory=lambda: caching)
+        assert alone.hits == []
+        # Nothing was left to embed, and the answer says so instead of passing for balanced.
+        assert (alone.meta.mode, alone.meta.degraded_reason) == ("fast", "nothing_to_embed")
+        assert alone.meta.strategies == ["keyword"] and alone.meta.model_key is None
         kept = search(engine, "warehouse stocktake -refunds", mode,
                       embedder_factory=lambda: caching)
         assert kept.hits and "refund" not in names(kept, keys)
