@@ -61,9 +61,15 @@ def seed(
     if json_output:
         print_json(data)
         return
-    console.print(f"{summary.records} records ({summary.texts} texts) added to cms.contents, "
+    console.print(f"{counted(summary.records, 'record')} ({counted(summary.texts, 'text')}) "
+                  f"added to cms.contents, "
                   f"keys {summary.first_key}–{summary.last_key}, embedded with "
                   f"{', '.join(models)} in {data['seconds']} s", highlight=False)
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 record``, ``2 records``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def register(app: typer.Typer) -> None:

@@ -82,3 +82,13 @@ def test_search_names_an_unknown_entity(seeded: dict[str, object]) -> None:
 
     assert result.exit_code != 0
     assert "unknown entity 'cms.pages'" in str(result.exception)
+
+
+def test_demo_seed_plain_output_counts_one_record_in_the_singular(engine: sa.Engine) -> None:
+    # Last in the module: it adds a record of another tenant beside the seeded ones.
+    result = CliRunner().invoke(app, ["demo", "seed", "--records", "1", "--locales", "en",
+                                      "--tenant", "acme"])
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1].startswith(
+        "1 record (1 text) added to cms.contents, keys ")
