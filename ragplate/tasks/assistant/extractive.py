@@ -11,6 +11,9 @@ A question that names a setting (an upper-case name with an underscore, ``RAGPLA
 asks about that setting: only sentences that name it are quoted, and the answer names every
 one the question does, or there is none. Split into words, ``RAGPLATE_APP_KEY`` shares
 most of them with ``RAGPLATE_EMBEDDINGS_API_KEY``, whose sentence would otherwise answer.
+For such a question the configuration lines and table rows that state the setting are
+candidates too (:mod:`ragplate.tasks.assistant.setting_lines`): documentation often gives a
+setting nowhere else.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 
 from ragplate.catalog.text_search import language
 from ragplate.infra.stores.lexical import tokens
+from ragplate.tasks.assistant.setting_lines import SETTING_NAME, named_in, setting_lines
 from ragplate.tasks.retrieval.documentation import Hit
 
 #: Sentences an answer holds at most, and sources it cites at most.
@@ -38,9 +42,6 @@ _MARKUP = re.compile(r"\*\*|(?<!\w)__|__(?!\w)|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\
 # "(see below)" points at a place the answer does not have.
 _POINTER = re.compile(r"\s*\((see|vedi|cf\.?)\s+(below|above|sotto|sopra|the (next|previous) "
                       r"section)[^)]*\)", re.IGNORECASE)
-#: A setting's name: upper-case words joined by underscores (``AI_FAQ_VECTOR_STORE``, a
-#: nested ``RAGPLATE_SERVERS__CHAT__URL``), also as a shell writes it (``$APP_KEY``).
-_SETTING_NAME = re.compile(r"(?<!\w)[A-Z][A-Z0-9]*(?:__?[A-Z0-9]+)+(?!\w)")
 # A sentence that leans on the one before it reads as a fragment on its own.
 _ANAPHORA = re.compile(r"^(This|That|These|Those|It|They|Here|There|Such|Both|Questo|Questa|"
                        r"Questi|Queste|Quello|Ciò|Qui|Entrambi)\b")
@@ -101,12 +102,16 @@ def _mostly_code(sentence: str) -> bool:
 
 
 def extract(question: str, hits: list[Hit], *, locale: str | None,
-            passages: dict[int, list[str]] | None = None) -> Extract:
+            passages: dict[int, list[str]] | None = None,
+            configuration_lines: bool = True) -> Extract:
     """The best sentences of ``hits`` for ``question`` (none when no sentence holds a word
     of the question). ``passages`` gives more chunks of a hit's source under its label
-    (``{hit index: [texts]}``); a hit without them is read from its own chunk."""
+    (``{hit index: [texts]}``); a hit without them is read from its own chunk.
+    ``configuration_lines`` False quotes no ``NAME=value`` line (an end user's answer may
+    not hold one), table rows still."""
     candidates: list[tuple[int, int, str, set[str]]] = []  # hit rank, position, text, terms
     nearest: set[tuple[int, str]] = set()  # the sentences of each hit's best chunk
+    named = set(SETTING_NAME.findall(question))
     for rank, hit in enumerate(hits[:MAX_SOURCES]):
         name = language(str(hit.metadata.get("locale") or locale or ""))
         texts = (passages or {}).get(rank) or [hit.text or hit.excerpt]
@@ -118,6 +123,14 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
             candidates.append((rank, position, sentence, set(tokens(sentence, name))))
             if sentence in first:
                 nearest.add((rank, sentence))
+        # A setting asked of may be stated only in a code block or a table.
+        lines = [[line.text for line in setting_lines(text, named)
+                  if configuration_lines or not line.assignment] for text in texts]
+        for position, line in enumerate(dict.fromkeys(q for found in lines for q in found),
+                                        len(read)):
+            candidates.append((rank, position, line, set(tokens(line, name))))
+            if line in lines[0]:
+                nearest.add((rank, line))
     if not candidates:
         return Extract([], [])
     names = {language(locale)} | {language(str(h.metadata.get("locale") or ""))
@@ -136,10 +149,9 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
         bonus = 0.6 if (rank, text_) in nearest else 0.0
         return weight * (0.5 + coverage) + bonus - penalty - 0.15 * rank - 0.02 * position
 
-    named = set(_SETTING_NAME.findall(question))
 
     def naming(text_: str) -> set[str]:
-        return _named_in(named, text_)
+        return named_in(named, text_)
 
     scores = {(c[0], c[1]): score(c) for c in candidates}
     scored = sorted(((scores[(c[0], c[1])], c) for c in candidates
@@ -160,16 +172,6 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
 
 Candidate = tuple[int, int, str, set[str]]
 
-
-def _named_in(asked: set[str], text_: str) -> set[str]:
-    """The settings asked of that ``text_`` names: by the same name, or by a longer one that
-    ends with it (a question's ``APP_KEY`` is the docs' ``RAGPLATE_APP_KEY``). Not the other
-    way round: a question's ``RAGPLATE_APP_KEY`` is not another program's ``APP_KEY``."""
-    if not asked:
-        return set()
-    written = set(_SETTING_NAME.findall(text_))
-    return {name for name in asked
-            if any(w == name or w.endswith("_" + name) for w in written)}
 
 
 def _choose(scored: list[tuple[float, Candidate]], by_place: dict[tuple[int, int], Candidate]

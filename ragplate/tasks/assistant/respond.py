@@ -229,7 +229,9 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
             meta = {**meta, "question_coverage": round(covered, 4)}
             if covered < policy.min_coverage:
                 return _abstention(locale, meta)
-        chosen = extract(question, hits, locale=locale, passages=passages())
+        # An end user's answer may hold no NAME=value line (the output policy refuses it).
+        chosen = extract(question, hits, locale=locale, passages=passages(),
+                         configuration_lines=not policy.profile.end_user)
         if not chosen.sentences:
             return _abstention(locale, meta)
         answer = compose(chosen, framing=text(locale, "framing"))

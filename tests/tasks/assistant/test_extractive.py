@@ -166,6 +166,19 @@ def test_a_question_naming_a_setting_is_answered_only_by_sentences_naming_it() -
     # The other way round is another program's setting, not this one.
     laravel = hit("Laravel", "Laravel encrypts cookies with the `APP_KEY` of the `.env` file.")
     assert extract("What is RAGPLATE_APP_KEY for?", [laravel], locale="en").sentences == []
+    # A setting stated only in a code block is quoted from it, with the sentence before it.
+    env = hit("Deployment", "Indexing calls the embedding service in batches. Both are "
+              "configurable:\n\n```env\nEMBED_TIMEOUT=120   # seconds per request (default "
+              "30)\n```\n\nKeep the batch small.")
+    assert [s.text for s in extract("What is the default of EMBED_TIMEOUT?", [env],
+                                    locale="en").sentences] == [
+        "Both are configurable: `EMBED_TIMEOUT=120 # seconds per request (default 30)`"]
+    # An end user's answer quotes none (its output policy refuses a NAME=value line).
+    assert extract("What is the default of EMBED_TIMEOUT?", [env], locale="en",
+                   configuration_lines=False).sentences == []
+    # A question without a setting's name never reads code blocks.
+    assert extract("What is the default timeout in seconds?", [env],
+                   locale="en").sentences == []
     # Without a setting's name the question's words decide, as before.
     assert extract("What does the embedding server read on every call?", hits[:1],
                    locale="en").sentences

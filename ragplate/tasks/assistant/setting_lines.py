@@ -1,0 +1,125 @@
+"""Settings named in a question, and the lines of code blocks and tables that state them.
+
+Documentation often gives a setting only as a configuration line (``NAME=value  # what it
+does``), a table row (``| NAME | default | meaning |``) or a list item that is no sentence
+(``- `NAME`: what it does``), which the prose reader of
+:mod:`ragplate.tasks.assistant.extractive` leaves out. For a question that names a setting,
+those lines are quoted too, as they are written: a configuration line as inline code after
+the sentence that introduces its code block (the one ending in a colon), a table row as its
+cells, each after its column's heading when the heading row is in the same text, a list
+item as its text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: A setting's name: upper-case words joined by underscores (``AI_FAQ_VECTOR_STORE``, a
+#: nested ``RAGPLATE_SERVERS__CHAT__URL``), also as a shell writes it (``$APP_KEY``).
+SETTING_NAME = re.compile(r"(?<!\w)[A-Z][A-Z0-9]*(?:__?[A-Z0-9]+)+(?!\w)")
+#: ``NAME=value``, ``export NAME=value``, ``- NAME=value`` (a compose file's list), with an
+#: optional ``# comment``.
+_ASSIGNMENT = re.compile(r"^(?:-\s+|export\s+)?([A-Z][A-Z0-9]*(?:__?[A-Z0-9]+)+)=\S*(\s+#.*)?$")
+_FENCE = re.compile(r"^(```|~~~)")
+_LIST_ITEM = re.compile(r"^(?:[*+]|-(?!\s+[A-Z][A-Z0-9_]*=)|\d+[.)])\s+(.+)$")
+_TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$")
+_LAST_SENTENCE = re.compile(r"(?:^|(?<=[.!?])\s+)([^.!?]*:)$")
+_EMPHASIS = re.compile(r"\*\*|(?<!\w)__|__(?!\w)|\[([^\]]+)\]\([^)]+\)")
+#: A quoted line longer than this many characters is a wall of text, not an answer.
+MAX_CHARS = 400
+
+
+@dataclass(frozen=True)
+class SettingLine:
+    """A configuration line or table row naming a setting, ready to quote."""
+
+    text: str
+    names: frozenset[str]
+    #: A ``NAME=value`` line of a code block, not a table row.
+    assignment: bool = False
+
+
+def named_in(asked: set[str], text: str) -> set[str]:
+    """The settings asked of that ``text`` names: by the same name, or by a longer one that
+    ends with it (a question's ``APP_KEY`` is the docs' ``RAGPLATE_APP_KEY``). Not the other
+    way round: a question's ``RAGPLATE_APP_KEY`` is not another program's ``APP_KEY``."""
+    if not asked:
+        return set()
+    written = set(SETTING_NAME.findall(text))
+    return {name for name in asked
+            if any(w == name or w.endswith("_" + name) for w in written)}
+
+
+def setting_lines(text: str, asked: set[str]) -> list[SettingLine]:
+    """The configuration lines and table rows of ``text`` that name a setting of ``asked``,
+    in their order, each rendered as a sentence to quote."""
+    if not asked:
+        return []
+    lines = [line.strip() for line in text.splitlines()]
+    found: list[SettingLine] = []
+    # A chunk may start inside a code block: its closing fence is then read as an opening
+    # one, which only costs the next block its introduction.
+    in_code = False
+    intro: str | None = None  # the sentence introducing the code block being read
+    header: list[str] | None = None
+    for index, line in enumerate(lines):
+        if _FENCE.match(line):
+            in_code = not in_code
+            intro = _introduction(lines[:index]) if in_code else None
+            continue
+        if line.startswith("|"):
+            cells = _cells(line)
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            if _TABLE_RULE.match(following):
+                header = cells
+                continue
+            if _TABLE_RULE.match(line):
+                continue
+            names = named_in(asked, line)
+            if names:
+                found.append(SettingLine(_row(cells, header), frozenset(names)))
+            continue
+        header = None
+        item = _LIST_ITEM.match(line)
+        if item and not in_code:
+            names = named_in(asked, line)
+            quoted = _EMPHASIS.sub(lambda m: m.group(1) or "", item.group(1)).strip()
+            # One ending like a sentence is prose, which the sentence reader already has.
+            if names and not quoted.endswith((".", "!", "?", ")")):
+                found.append(SettingLine(quoted, frozenset(names)))
+            continue
+        assignment = _ASSIGNMENT.match(line)
+        if assignment and named_in(asked, assignment.group(1)):
+            code = " ".join(line.split()).replace("`", "")
+            quoted = f"{intro} `{code}`" if intro else f"`{code}`"
+            found.append(SettingLine(quoted, frozenset(named_in(asked, assignment.group(1))),
+                                     assignment=True))
+    return [line for line in found if len(line.text) <= MAX_CHARS]
+
+
+def _introduction(before: list[str]) -> str | None:
+    """The last sentence before a code block when it introduces it (ends in a colon)."""
+    for line in reversed(before):
+        if not line:
+            continue
+        if line.startswith(("#", "|", ">", "<!--", "```", "~~~")):
+            return None
+        match = _LAST_SENTENCE.search(_EMPHASIS.sub(lambda m: m.group(1) or "", line))
+        return " ".join(match.group(1).split()) if match else None
+    return None
+
+
+def _cells(row: str) -> list[str]:
+    return [" ".join(c.split()) for c in row.strip().strip("|").split("|")]
+
+
+def _row(cells: list[str], header: list[str] | None) -> str:
+    """A table row as one line: ``Heading: cell; Heading: cell``, or its cells alone when
+    the heading row is not in the text (a chunk may start inside a table)."""
+    cells = [_EMPHASIS.sub(lambda m: m.group(1) or "", c) for c in cells]
+    if header and len(header) == len(cells):
+        named = [f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=True) if c]
+        line = "; ".join(named)
+        return line if line.endswith((".", "!", "?")) else line + "."
+    return " | ".join(c for c in cells if c)

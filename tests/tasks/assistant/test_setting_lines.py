@@ -1,0 +1,79 @@
+"""Settings stated in code blocks and tables, quoted for a question that names them."""
+
+from __future__ import annotations
+
+from ragplate.tasks.assistant.setting_lines import named_in, setting_lines
+
+ENV_BLOCK = """A CPU-bound service is slow. Both are **configurable**:
+
+```env
+EMBED_TIMEOUT=120   # seconds per request (default 30)
+EMBED_BATCH_SIZE=16 # documents per batch (default 32)
+```
+
+Keep the batch small enough that one batch completes within the timeout.
+"""
+
+TABLE = """| Key | Env | Default | Meaning |
+|---|---|---|---|
+| `core.locking.column` | `LOCK_COLUMN` | `lock_version` | optimistic version column |
+| `core.locking.at` | `LOCK_AT_COLUMN` | `locked_at` | when the lock was **taken**. |
+"""
+
+
+def texts(lines: list) -> list[str]:
+    return [line.text for line in lines]
+
+
+def test_a_configuration_line_is_quoted_as_code_after_the_sentence_introducing_its_block():
+    assert texts(setting_lines(ENV_BLOCK, {"EMBED_TIMEOUT"})) == [
+        "Both are configurable: `EMBED_TIMEOUT=120 # seconds per request (default 30)`"]
+    both = setting_lines(ENV_BLOCK, {"EMBED_TIMEOUT", "EMBED_BATCH_SIZE"})
+    assert all(line.assignment for line in both)
+    assert not any(line.assignment for line in setting_lines(TABLE, {"LOCK_COLUMN"}))
+    assert [sorted(line.names) for line in both] == [["EMBED_TIMEOUT"], ["EMBED_BATCH_SIZE"]]
+    # Nothing is asked of: nothing is quoted, and a setting the text lacks finds nothing.
+    assert setting_lines(ENV_BLOCK, set()) == []
+    assert setting_lines(ENV_BLOCK, {"EMBED_URL"}) == []
+
+
+def test_a_block_without_an_introducing_sentence_quotes_its_line_alone():
+    text = "The defaults suit a GPU.\n\n```bash\nexport EMBED_TIMEOUT=60\n```\n"
+    assert texts(setting_lines(text, {"EMBED_TIMEOUT"})) == ["`export EMBED_TIMEOUT=60`"]
+    # A compose file's environment list is a configuration line too.
+    compose = "Set it in the service:\n\n```yaml\nenvironment:\n  - EMBED_TIMEOUT=60\n```"
+    assert texts(setting_lines(compose, {"EMBED_TIMEOUT"})) == [
+        "Set it in the service: `- EMBED_TIMEOUT=60`"]
+    # A line that only mentions the name is not a configuration line.
+    mention = "```\necho EMBED_TIMEOUT is read once\n```"
+    assert setting_lines(mention, {"EMBED_TIMEOUT"}) == []
+
+
+def test_a_table_row_is_quoted_with_its_column_headings():
+    assert texts(setting_lines(TABLE, {"LOCK_COLUMN"})) == [
+        "Key: `core.locking.column`; Env: `LOCK_COLUMN`; Default: `lock_version`; "
+        "Meaning: optimistic version column."]
+    assert texts(setting_lines(TABLE, {"LOCK_AT_COLUMN"})) == [
+        "Key: `core.locking.at`; Env: `LOCK_AT_COLUMN`; Default: `locked_at`; "
+        "Meaning: when the lock was taken."]
+    # A chunk that starts inside the table has no headings: the row's cells alone.
+    rows = TABLE.splitlines()[2:]
+    assert texts(setting_lines("\n".join(rows), {"LOCK_COLUMN"})) == [
+        "`core.locking.column` | `LOCK_COLUMN` | `lock_version` | optimistic version column"]
+
+
+def test_a_short_name_is_named_by_a_longer_one_ending_with_it_only():
+    assert named_in({"APP_KEY"}, "Set `RAGPLATE_APP_KEY` first.") == {"APP_KEY"}
+    assert named_in({"RAGPLATE_APP_KEY"}, "Laravel reads `APP_KEY`.") == set()
+    assert named_in({"APP_KEY"}, "Set `RAGPLATE_EMBEDDINGS_API_KEY`.") == set()
+    assert named_in({"APP_KEY"}, "Set `MY_APP_KEYS`.") == set()
+    assert named_in(set(), "Set `RAGPLATE_APP_KEY`.") == set()
+
+
+def test_a_list_item_that_is_no_sentence_is_quoted_as_its_text():
+    text = ("Environment:\n\n-   `AR_CALLBACK_KEY`: optional static key expected on callbacks\n"
+            "-   `AR_URL` is the provider's base address.\n")
+    assert texts(setting_lines(text, {"AR_CALLBACK_KEY"})) == [
+        "`AR_CALLBACK_KEY`: optional static key expected on callbacks"]
+    # An item that ends like a sentence is prose: the sentence reader quotes it already.
+    assert setting_lines(text, {"AR_URL"}) == []
