@@ -107,8 +107,8 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
     """The best sentences of ``hits`` for ``question`` (none when no sentence holds a word
     of the question). ``passages`` gives more chunks of a hit's source under its label
     (``{hit index: [texts]}``); a hit without them is read from its own chunk.
-    ``configuration_lines`` False quotes no ``NAME=value`` line (an end user's answer may
-    not hold one), table rows still."""
+    ``configuration_lines`` False quotes no line, row or item setting a value
+    (``NAME=value``: an end user's answer may not hold one), the others still."""
     candidates: list[tuple[int, int, str, set[str]]] = []  # hit rank, position, text, terms
     nearest: set[tuple[int, str]] = set()  # the sentences of each hit's best chunk
     named = set(SETTING_NAME.findall(question))

@@ -22,6 +22,7 @@ SETTING_NAME = re.compile(r"(?<!\w)[A-Z][A-Z0-9]*(?:__?[A-Z0-9]+)+(?!\w)")
 #: optional ``# comment``.
 _ASSIGNMENT = re.compile(r"^(?:-\s+|export\s+)?([A-Z][A-Z0-9]*(?:__?[A-Z0-9]+)+)=\S*(\s+#.*)?$")
 _FENCE = re.compile(r"^(```|~~~)")
+_ANY_ASSIGNMENT = re.compile(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+\s*:?=\s*(?![=>~])\S")
 _LIST_ITEM = re.compile(r"^(?:[*+]|-(?!\s+[A-Z][A-Z0-9_]*=)|\d+[.)])\s+(.+)$")
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$")
 _LAST_SENTENCE = re.compile(r"(?:^|(?<=[.!?])\s+)([^.!?]*:)$")
@@ -36,7 +37,7 @@ class SettingLine:
 
     text: str
     names: frozenset[str]
-    #: A ``NAME=value`` line of a code block, not a table row.
+    #: Whether it holds a ``NAME=value`` assignment (every configuration line does).
     assignment: bool = False
 
 
@@ -78,7 +79,8 @@ def setting_lines(text: str, asked: set[str]) -> list[SettingLine]:
                 continue
             names = named_in(asked, line)
             if names:
-                found.append(SettingLine(_row(cells, header), frozenset(names)))
+                row = _row(cells, header)
+                found.append(SettingLine(row, frozenset(names), _assigns(row)))
             continue
         header = None
         item = _LIST_ITEM.match(line)
@@ -87,7 +89,7 @@ def setting_lines(text: str, asked: set[str]) -> list[SettingLine]:
             quoted = _EMPHASIS.sub(lambda m: m.group(1) or "", item.group(1)).strip()
             # One ending like a sentence is prose, which the sentence reader already has.
             if names and not quoted.endswith((".", "!", "?", ")")):
-                found.append(SettingLine(quoted, frozenset(names)))
+                found.append(SettingLine(quoted, frozenset(names), _assigns(quoted)))
             continue
         assignment = _ASSIGNMENT.match(line)
         if assignment and named_in(asked, assignment.group(1)):
@@ -96,6 +98,10 @@ def setting_lines(text: str, asked: set[str]) -> list[SettingLine]:
             found.append(SettingLine(quoted, frozenset(named_in(asked, assignment.group(1))),
                                      assignment=True))
     return [line for line in found if len(line.text) <= MAX_CHARS]
+
+
+def _assigns(text: str) -> bool:
+    return _ANY_ASSIGNMENT.search(text) is not None
 
 
 def _introduction(before: list[str]) -> str | None:

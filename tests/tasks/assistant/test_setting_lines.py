@@ -75,5 +75,9 @@ def test_a_list_item_that_is_no_sentence_is_quoted_as_its_text():
             "-   `AR_URL` is the provider's base address.\n")
     assert texts(setting_lines(text, {"AR_CALLBACK_KEY"})) == [
         "`AR_CALLBACK_KEY`: optional static key expected on callbacks"]
+    assert not setting_lines(text, {"AR_CALLBACK_KEY"})[0].assignment
+    # An item or a row that sets the value is an assignment too, like a configuration line.
+    setting = setting_lines("- `AR_CALLBACK_KEY=abc` on the staging host", {"AR_CALLBACK_KEY"})
+    assert [line.assignment for line in setting] == [True]
     # An item that ends like a sentence is prose: the sentence reader quotes it already.
     assert setting_lines(text, {"AR_URL"}) == []
