@@ -132,7 +132,15 @@ def _main() -> None:
             sys.exit(exc.exit_code)
         if isinstance(exc, click.exceptions.Exit):
             sys.exit(exc.exit_code)
-        raise
+        # An unexpected error still shows its traceback, as Python would, but its messages
+        # may quote a question or a record: terminal controls are shown, not obeyed.
+        import traceback
+
+        from ragplate.catalog.text import terminal_safe
+
+        sys.stderr.write(terminal_safe("".join(traceback.format_exception(exc))))
+        sys.stderr.flush()
+        sys.exit(1)
 
 
 def _usage_errors() -> tuple[type[Any], ...]:

@@ -402,3 +402,25 @@ def test_ctrl_c_exits_130_saying_aborted(
 
     assert exited.value.code == 130
     assert capsys.readouterr().err.strip() == "Aborted."
+
+
+def test_an_unexpected_error_shows_its_traceback_with_terminal_controls_as_symbols(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragplate.cli import main
+    from ragplate.infra import services
+
+    def broken(settings: object) -> None:
+        raise RuntimeError("record \x1b]0;owned\x07 \x1b[2J title")
+
+    monkeypatch.setattr(services, "status", broken)
+    monkeypatch.setattr("sys.argv", ["ragplate", "status"])
+
+    with pytest.raises(SystemExit) as exited:
+        main()
+
+    assert exited.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):")
+    assert "RuntimeError: record ␛]0;owned␇ ␛[2J title" in err
+    assert "\x1b" not in err and "\x07" not in err
