@@ -179,9 +179,16 @@ def search_records(
             # A tenant no person can belong to would search only 'global' in silence.
             check_tenant(tenant)
     ent = get_entity(entity, settings)
+    # "-word" excludes in every strategy, not in the keyword one alone: the vectors look for
+    # what is wanted, and the engine leaves out what is excluded as its keyword search
+    # does, before the limit. A query of exclusions alone wants nothing: no model is built.
+    wanted, excluded = split_negations(query)
+    nothing_wanted = not wanted.strip()
     strategy = resolve_strategy(
-        mode, embedder_factory=None if serving is None else embedder_factory,
-        reranker_factory=reranker_factory)
+        mode, embedder_factory=None if serving is None or nothing_wanted else embedder_factory,
+        reranker_factory=None if nothing_wanted else reranker_factory)
+    if nothing_wanted and mode != "fast":
+        strategy = degrade(strategy, "fast", "nothing_to_embed")
     tenants = tenant_scope(tenant)
     limit = _candidates(top_k)
     ranker = records if records is not None else PostgresRecordSearch(engine)
@@ -189,15 +196,9 @@ def search_records(
             and not ranker.has_vectors(ent, serving.key)):
         strategy = degrade(strategy, "fast", "no_vectors")
     keyword = _keyword(ranker, ent, query, locale, tenants, limit)
-    # "-word" excludes in every strategy, not in the keyword one alone: the vectors look for
-    # what is wanted (a query of exclusions only wants nothing), and the engine leaves out
-    # what is excluded as its keyword search does, before the limit.
-    wanted, excluded = split_negations(query)
-    if strategy.embedder is not None and not wanted.strip():
-        strategy = degrade(strategy, "fast", "nothing_to_embed")
     vectors: dict[str, RecordHit] | None = None
     vector: np.ndarray | None = None
-    if strategy.embedder is not None and serving is not None and wanted.strip():
+    if strategy.embedder is not None and serving is not None:
         try:
             vector = strategy.embedder.embed_query(wanted)
         except Exception as exc:

@@ -144,8 +144,18 @@ def test_an_excluded_word_excludes_in_every_mode_and_exclusions_alone_find_nothi
     # The vectors of "-warehouse" are near the warehouse record: they must not bring back
     # what the keyword search excludes.
     for mode in ("balanced", "deep"):
-        alone = search(engine, "-warehouse", mode, embedder_factory=lambda: caching)
-        assert alone.hits == []
+        built: list[str] = []  # no model is built for it
+
+        def embedder(built: list[str] = built) -> CachingEmbedder:
+            built.append("embedder")
+            return caching
+
+        def reranker(built: list[str] = built) -> None:
+            built.append("reranker")
+
+        alone = search(engine, "-warehouse", mode, embedder_factory=embedder,
+                       reranker_factory=reranker)  # type: ignore[arg-type]
+        assert alone.hits == [] and built == []
         # Nothing was left to embed, and the answer says so instead of passing for balanced.
         assert (alone.meta.mode, alone.meta.degraded_reason) == ("fast", "nothing_to_embed")
         assert alone.meta.strategies == ["keyword"] and alone.meta.model_key is None
