@@ -11,9 +11,9 @@ A question that names a setting (an upper-case name with an underscore, ``RAGPLA
 asks about that setting: only sentences that name it are quoted, and the answer names every
 one the question does, or there is none. Split into words, ``RAGPLATE_APP_KEY`` shares
 most of them with ``RAGPLATE_EMBEDDINGS_API_KEY``, whose sentence would otherwise answer.
-For such a question the configuration lines and table rows that state the setting are
-candidates too (:mod:`ragplate.tasks.assistant.setting_lines`): documentation often gives a
-setting nowhere else.
+For such a question the configuration lines, table rows and list items that state the
+setting are candidates too (:mod:`ragplate.tasks.assistant.setting_lines`): documentation
+often gives a setting nowhere else.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ragplate.catalog.text_search import language
 from ragplate.infra.stores.lexical import tokens
+from ragplate.tasks.assistant.markdown_text import LIST_ITEM, SENTENCE_END, plain
 from ragplate.tasks.assistant.setting_lines import SETTING_NAME, named_in, setting_lines
 from ragplate.tasks.retrieval.documentation import Hit
 
@@ -33,12 +35,7 @@ MAX_SENTENCES = 3
 MAX_SOURCES = 3
 #: A sentence shorter than this many words reads as a fragment; longer is a wall of text.
 MIN_WORDS, MAX_WORDS = 4, 70
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-ZÀ-Ý0-9`])")
-_LIST_ITEM = re.compile(r"^([-*+]|\d+[.)])\s+")
 _FENCE = re.compile(r"^\s*(```|~~~).*?^\s*(```|~~~)\s*$", re.MULTILINE | re.DOTALL)
-# Emphasis markers, not the double underscores inside a name (RAGPLATE_SERVERS__CHAT__URL).
-_MARKUP = re.compile(r"\*\*|(?<!\w)__|__(?!\w)|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)"
-                     r"|\[([^\]]+)\]\([^)]+\)")
 # "(see below)" points at a place the answer does not have.
 _POINTER = re.compile(r"\s*\((see|vedi|cf\.?)\s+(below|above|sotto|sopra|the (next|previous) "
                       r"section)[^)]*\)", re.IGNORECASE)
@@ -73,14 +70,14 @@ def prose_sentences(text: str) -> list[str]:
         if not stripped or stripped.startswith(("#", "|", ">", "<!--", "---")):
             kept.append("\n")
             continue
-        item = _LIST_ITEM.sub("", stripped)
+        item = LIST_ITEM.sub("", stripped)
         if item != stripped:  # a list item is its own paragraph, never glued to the last
             kept.append("\n")
-        kept.append(_MARKUP.sub(lambda m: m.group(1) or "", item))
+        kept.append(plain(item))
     paragraphs = re.split(r"\n\s*\n|\n(?=\S)", " ".join(kept).replace(" \n ", "\n\n"))
     sentences = []
     for paragraph in paragraphs:
-        for sentence in _SENTENCE_END.split(" ".join(paragraph.split())):
+        for sentence in SENTENCE_END.split(" ".join(paragraph.split())):
             sentence = _POINTER.sub("", sentence).strip()
             words = len(sentence.split())
             # A sentence ending in a colon introduces a list the answer would not show.
@@ -103,15 +100,16 @@ def _mostly_code(sentence: str) -> bool:
 
 def extract(question: str, hits: list[Hit], *, locale: str | None,
             passages: dict[int, list[str]] | None = None,
-            configuration_lines: bool = True) -> Extract:
+            quotable: Callable[[str], bool] = lambda _: True) -> Extract:
     """The best sentences of ``hits`` for ``question`` (none when no sentence holds a word
     of the question). ``passages`` gives more chunks of a hit's source under its label
     (``{hit index: [texts]}``); a hit without them is read from its own chunk.
-    ``configuration_lines`` False quotes no line, row or item setting a value
-    (``NAME=value``: an end user's answer may not hold one), the others still."""
+    ``quotable`` tells which lines stating a setting may be quoted (the output policy's
+    verdict: an end user's answer holds no ``NAME=value``, no answer a secret)."""
     candidates: list[tuple[int, int, str, set[str]]] = []  # hit rank, position, text, terms
     nearest: set[tuple[int, str]] = set()  # the sentences of each hit's best chunk
     named = set(SETTING_NAME.findall(question))
+    stated: set[str] = set()  # the lines stating a setting (no prose: never anaphora)
     for rank, hit in enumerate(hits[:MAX_SOURCES]):
         name = language(str(hit.metadata.get("locale") or locale or ""))
         texts = (passages or {}).get(rank) or [hit.text or hit.excerpt]
@@ -123,12 +121,14 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
             candidates.append((rank, position, sentence, set(tokens(sentence, name))))
             if sentence in first:
                 nearest.add((rank, sentence))
-        # A setting asked of may be stated only in a code block or a table.
-        lines = [[line.text for line in setting_lines(text, named)
-                  if configuration_lines or not line.assignment] for text in texts]
+        # A setting asked of may be stated only in a code block, a table or a list. After
+        # a gap: no prose sentence is followed by one in _choose.
+        lines = [[line.text for line in setting_lines(text, named) if quotable(line.text)]
+                 for text in texts]
         for position, line in enumerate(dict.fromkeys(q for found in lines for q in found),
-                                        len(read)):
+                                        len(read) + 1):
             candidates.append((rank, position, line, set(tokens(line, name))))
+            stated.add(line)
             if line in lines[0]:
                 nearest.add((rank, line))
     if not candidates:
@@ -145,10 +145,9 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
         held = asked & terms
         weight = sum(math.log(1 + total / frequency[t]) for t in held)
         coverage = len(held) / max(len(present), 1)
-        penalty = 1.0 if _ANAPHORA.match(text_) else 0.0
+        penalty = 1.0 if _ANAPHORA.match(text_) and text_ not in stated else 0.0
         bonus = 0.6 if (rank, text_) in nearest else 0.0
         return weight * (0.5 + coverage) + bonus - penalty - 0.15 * rank - 0.02 * position
-
 
     def naming(text_: str) -> set[str]:
         return named_in(named, text_)
@@ -171,7 +170,6 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
 
 
 Candidate = tuple[int, int, str, set[str]]
-
 
 
 def _choose(scored: list[tuple[float, Candidate]], by_place: dict[tuple[int, int], Candidate]

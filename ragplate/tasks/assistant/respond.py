@@ -229,9 +229,13 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
             meta = {**meta, "question_coverage": round(covered, 4)}
             if covered < policy.min_coverage:
                 return _abstention(locale, meta)
-        # An end user's answer may hold no NAME=value line (the output policy refuses it).
+        # A line stating a setting is no prose: quoted only where the output policy would
+        # let it through (an end user's answer holds no NAME=value), so that one line cannot
+        # turn the whole answer into a refusal.
         chosen = extract(question, hits, locale=locale, passages=passages(),
-                         configuration_lines=not policy.profile.end_user)
+                         quotable=lambda line: check_output(
+                             line, end_user=policy.profile.end_user,
+                             max_chars=len(line)).allowed)
         if not chosen.sentences:
             return _abstention(locale, meta)
         answer = compose(chosen, framing=text(locale, "framing"))

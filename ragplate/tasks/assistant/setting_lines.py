@@ -1,4 +1,5 @@
-"""Settings named in a question, and the lines of code blocks and tables that state them.
+"""Settings named in a question, and the lines of code blocks, tables and lists that state
+them.
 
 Documentation often gives a setting only as a configuration line (``NAME=value  # what it
 does``), a table row (``| NAME | default | meaning |``) or a list item that is no sentence
@@ -7,13 +8,16 @@ does``), a table row (``| NAME | default | meaning |``) or a list item that is n
 those lines are quoted too, as they are written: a configuration line as inline code after
 the sentence that introduces its code block (the one ending in a colon), a table row as its
 cells, each after its column's heading when the heading row is in the same text, a list
-item as its text.
+item as its text. Inside a code block only configuration lines count (a ``|`` there is a
+shell pipe, not a table), and HTML comments are never read.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from ragplate.tasks.assistant.markdown_text import LIST_ITEM, SENTENCE_END, plain, without_comments
 
 #: A setting's name: upper-case words joined by underscores (``AI_FAQ_VECTOR_STORE``, a
 #: nested ``RAGPLATE_SERVERS__CHAT__URL``), also as a shell writes it (``$APP_KEY``).
@@ -22,23 +26,18 @@ SETTING_NAME = re.compile(r"(?<!\w)[A-Z][A-Z0-9]*(?:__?[A-Z0-9]+)+(?!\w)")
 #: optional ``# comment``.
 _ASSIGNMENT = re.compile(r"^(?:-\s+|export\s+)?([A-Z][A-Z0-9]*(?:__?[A-Z0-9]+)+)=\S*(\s+#.*)?$")
 _FENCE = re.compile(r"^(```|~~~)")
-_ANY_ASSIGNMENT = re.compile(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+\s*:?=\s*(?![=>~])\S")
-_LIST_ITEM = re.compile(r"^(?:[*+]|-(?!\s+[A-Z][A-Z0-9_]*=)|\d+[.)])\s+(.+)$")
-_TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$")
-_LAST_SENTENCE = re.compile(r"(?:^|(?<=[.!?])\s+)([^.!?]*:)$")
-_EMPHASIS = re.compile(r"\*\*|(?<!\w)__|__(?!\w)|\[([^\]]+)\]\([^)]+\)")
+_TABLE_RULE = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$")
+_CELL_BORDER = re.compile(r"(?<!\\)\|")
 #: A quoted line longer than this many characters is a wall of text, not an answer.
 MAX_CHARS = 400
 
 
 @dataclass(frozen=True)
 class SettingLine:
-    """A configuration line or table row naming a setting, ready to quote."""
+    """A configuration line, table row or list item naming a setting, ready to quote."""
 
     text: str
     names: frozenset[str]
-    #: Whether it holds a ``NAME=value`` assignment (every configuration line does).
-    assignment: bool = False
 
 
 def named_in(asked: set[str], text: str) -> set[str]:
@@ -53,14 +52,14 @@ def named_in(asked: set[str], text: str) -> set[str]:
 
 
 def setting_lines(text: str, asked: set[str]) -> list[SettingLine]:
-    """The configuration lines and table rows of ``text`` that name a setting of ``asked``,
-    in their order, each rendered as a sentence to quote."""
+    """The configuration lines, table rows and list items of ``text`` that name a setting
+    of ``asked``, in their order, each rendered as a sentence to quote."""
     if not asked:
         return []
-    lines = [line.strip() for line in text.splitlines()]
+    lines = [line.strip() for line in without_comments(text).splitlines()]
     found: list[SettingLine] = []
     # A chunk may start inside a code block: its closing fence is then read as an opening
-    # one, which only costs the next block its introduction.
+    # one, and what follows up to the next fence is read as code (configuration lines only).
     in_code = False
     intro: str | None = None  # the sentence introducing the code block being read
     header: list[str] | None = None
@@ -69,39 +68,30 @@ def setting_lines(text: str, asked: set[str]) -> list[SettingLine]:
             in_code = not in_code
             intro = _introduction(lines[:index]) if in_code else None
             continue
+        assignment = _ASSIGNMENT.match(line)
+        if in_code or assignment:
+            names = named_in(asked, assignment.group(1)) if assignment else set()
+            if names:
+                code = " ".join(line.split()).replace("`", "")
+                found.append(SettingLine(f"{intro} `{code}`" if intro else f"`{code}`",
+                                         frozenset(names)))
+            continue
         if line.startswith("|"):
             cells = _cells(line)
             following = lines[index + 1] if index + 1 < len(lines) else ""
             if _TABLE_RULE.match(following):
                 header = cells
-                continue
-            if _TABLE_RULE.match(line):
-                continue
-            names = named_in(asked, line)
-            if names:
-                row = _row(cells, header)
-                found.append(SettingLine(row, frozenset(names), _assigns(row)))
+            elif not _TABLE_RULE.match(line) and named_in(asked, line):
+                found.append(SettingLine(_row(cells, header), frozenset(named_in(asked, line))))
             continue
         header = None
-        item = _LIST_ITEM.match(line)
-        if item and not in_code:
-            names = named_in(asked, line)
-            quoted = _EMPHASIS.sub(lambda m: m.group(1) or "", item.group(1)).strip()
-            # One ending like a sentence is prose, which the sentence reader already has.
-            if names and not quoted.endswith((".", "!", "?", ")")):
-                found.append(SettingLine(quoted, frozenset(names), _assigns(quoted)))
-            continue
-        assignment = _ASSIGNMENT.match(line)
-        if assignment and named_in(asked, assignment.group(1)):
-            code = " ".join(line.split()).replace("`", "")
-            quoted = f"{intro} `{code}`" if intro else f"`{code}`"
-            found.append(SettingLine(quoted, frozenset(named_in(asked, assignment.group(1))),
-                                     assignment=True))
+        item = LIST_ITEM.sub("", line)
+        names = named_in(asked, line) if item != line else set()
+        quoted = plain(item).strip()
+        # One ending like a sentence is prose, which the sentence reader already has.
+        if names and not quoted.endswith((".", "!", "?", ")")):
+            found.append(SettingLine(quoted, frozenset(names)))
     return [line for line in found if len(line.text) <= MAX_CHARS]
-
-
-def _assigns(text: str) -> bool:
-    return _ANY_ASSIGNMENT.search(text) is not None
 
 
 def _introduction(before: list[str]) -> str | None:
@@ -109,23 +99,28 @@ def _introduction(before: list[str]) -> str | None:
     for line in reversed(before):
         if not line:
             continue
-        if line.startswith(("#", "|", ">", "<!--", "```", "~~~")):
+        if line.startswith(("#", "|", ">", "```", "~~~")):
             return None
-        match = _LAST_SENTENCE.search(_EMPHASIS.sub(lambda m: m.group(1) or "", line))
-        return " ".join(match.group(1).split()) if match else None
+        sentence = SENTENCE_END.split(plain(LIST_ITEM.sub("", line)).strip())[-1]
+        return " ".join(sentence.split()) if sentence.endswith(":") else None
     return None
 
 
 def _cells(row: str) -> list[str]:
-    return [" ".join(c.split()) for c in row.strip().strip("|").split("|")]
+    """A row's cells, split on the pipes that are not escaped (``\\|`` is a pipe inside a
+    cell), each as plain text."""
+    inner = row.strip().removeprefix("|")
+    if inner.endswith("|") and not inner.endswith("\\|"):
+        inner = inner[:-1]
+    return [" ".join(plain(cell.replace("\\|", "|")).split())
+            for cell in _CELL_BORDER.split(inner)]
 
 
 def _row(cells: list[str], header: list[str] | None) -> str:
     """A table row as one line: ``Heading: cell; Heading: cell``, or its cells alone when
     the heading row is not in the text (a chunk may start inside a table)."""
-    cells = [_EMPHASIS.sub(lambda m: m.group(1) or "", c) for c in cells]
     if header and len(header) == len(cells):
-        named = [f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=True) if c]
-        line = "; ".join(named)
+        line = "; ".join(f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=True)
+                         if c)
         return line if line.endswith((".", "!", "?")) else line + "."
     return " | ".join(c for c in cells if c)

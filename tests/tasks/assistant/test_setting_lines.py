@@ -29,8 +29,6 @@ def test_a_configuration_line_is_quoted_as_code_after_the_sentence_introducing_i
     assert texts(setting_lines(ENV_BLOCK, {"EMBED_TIMEOUT"})) == [
         "Both are configurable: `EMBED_TIMEOUT=120 # seconds per request (default 30)`"]
     both = setting_lines(ENV_BLOCK, {"EMBED_TIMEOUT", "EMBED_BATCH_SIZE"})
-    assert all(line.assignment for line in both)
-    assert not any(line.assignment for line in setting_lines(TABLE, {"LOCK_COLUMN"}))
     assert [sorted(line.names) for line in both] == [["EMBED_TIMEOUT"], ["EMBED_BATCH_SIZE"]]
     # Nothing is asked of: nothing is quoted, and a setting the text lacks finds nothing.
     assert setting_lines(ENV_BLOCK, set()) == []
@@ -75,9 +73,36 @@ def test_a_list_item_that_is_no_sentence_is_quoted_as_its_text():
             "-   `AR_URL` is the provider's base address.\n")
     assert texts(setting_lines(text, {"AR_CALLBACK_KEY"})) == [
         "`AR_CALLBACK_KEY`: optional static key expected on callbacks"]
-    assert not setting_lines(text, {"AR_CALLBACK_KEY"})[0].assignment
-    # An item or a row that sets the value is an assignment too, like a configuration line.
-    setting = setting_lines("- `AR_CALLBACK_KEY=abc` on the staging host", {"AR_CALLBACK_KEY"})
-    assert [line.assignment for line in setting] == [True]
     # An item that ends like a sentence is prose: the sentence reader quotes it already.
     assert setting_lines(text, {"AR_URL"}) == []
+
+
+def test_the_introducing_sentence_is_the_last_one_before_the_block_as_prose_reads_it():
+    block = "\n\n```\nEMBED_TIMEOUT=60\n```"
+    cases = {
+        "The index name is read from the environment, e.g. this one:": (
+            "The index name is read from the environment, e.g. this one:"),
+        "It waits. Set it in `.env`:": "Set it in `.env`:",
+        "- Configure **it** here:": "Configure it here:",
+        "It waits for the service.": None,
+    }
+    for before, intro in cases.items():
+        quoted = texts(setting_lines(before + block, {"EMBED_TIMEOUT"}))
+        assert quoted == [f"{intro} `EMBED_TIMEOUT=60`" if intro else "`EMBED_TIMEOUT=60`"]
+
+
+def test_code_blocks_hold_configuration_lines_only_and_comments_are_never_read():
+    shell = "```\n| Variable | Value |\n|---|---|\n| SHOP_TOKEN | 9f8e7d6c5b4a |\n```"
+    assert setting_lines(shell, {"SHOP_TOKEN"}) == []
+    assert setting_lines("```bash\nenv | grep APP_KEY\n```", {"APP_KEY"}) == []
+    hidden = "<!--\n- `SHOP_MODE`: internal, unreleased pricing experiment\n-->\nText."
+    assert setting_lines(hidden, {"SHOP_MODE"}) == []
+    row = "| Env | Meaning |\n|-|-|\n| `SHOP_MODE` | mode <!-- ask Bob --> of the shop |"
+    assert texts(setting_lines(row, {"SHOP_MODE"})) == [
+        "Env: `SHOP_MODE`; Meaning: mode of the shop."]
+
+
+def test_an_escaped_pipe_stays_inside_its_cell():
+    table = "| Env | Values |\n|---|---|\n| `LOCK_MODE` | `a \\| b` choice |"
+    assert texts(setting_lines(table, {"LOCK_MODE"})) == [
+        "Env: `LOCK_MODE`; Values: `a | b` choice."]

@@ -1,0 +1,27 @@
+"""Markdown as the extractive answerer reads it: where sentences end, what a list marker
+is, and the markup reduced to its words. One reading for prose sentences and for the
+lines that state a setting, so both quote the same words."""
+
+from __future__ import annotations
+
+import re
+
+#: Between two sentences: an end mark, space, then what starts a sentence (so "e.g. this"
+#: is one sentence).
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-ZÀ-Ý0-9`])")
+LIST_ITEM = re.compile(r"^([-*+]|\d+[.)])\s+")
+# Emphasis markers, not the double underscores inside a name (RAGPLATE_SERVERS__CHAT__URL).
+_MARKUP = re.compile(r"\*\*|(?<!\w)__|__(?!\w)|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)"
+                     r"|\[([^\]]+)\]\([^)]+\)")
+# A comment is for the document's writers, never for an answer.
+_COMMENT = re.compile(r"<!--.*?(-->|\Z)", re.DOTALL)
+
+
+def plain(text: str) -> str:
+    """``text`` with emphasis markers removed and links reduced to their words."""
+    return _MARKUP.sub(lambda m: m.group(1) or "", text)
+
+
+def without_comments(text: str) -> str:
+    """``text`` without its HTML comments (an unclosed one runs to the end)."""
+    return _COMMENT.sub(" ", text)
