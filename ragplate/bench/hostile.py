@@ -105,14 +105,21 @@ def _peak_run(command: list[str], env: dict[str, str]) -> dict[str, Any]:
                                stderr=subprocess.PIPE, text=True)
     watched = psutil.Process(process.pid)
     peak = 0
-    while process.poll() is None:
-        try:
-            tree = [watched, *watched.children(recursive=True)]
-            peak = max(peak, sum(p.memory_info().rss for p in tree))
-        except psutil.Error:
-            pass
-        time.sleep(0.02)
-    stdout, stderr = process.communicate()
+    try:
+        while process.poll() is None:
+            try:
+                tree = [watched, *watched.children(recursive=True)]
+                peak = max(peak, sum(p.memory_info().rss for p in tree))
+            except psutil.Error:
+                pass
+            time.sleep(0.02)
+        stdout, stderr = process.communicate()
+    finally:
+        if process.poll() is None:
+            # Interrupted (SIGTERM, Ctrl-C): the run goes too, rather than indexing on into
+            # a scratch home that the caller is removing.
+            process.kill()
+            process.communicate()
     return {"seconds": round(time.perf_counter() - started, 2), "exit_code": process.returncode,
             "peak_rss_mb": round(peak / 2**20, 1), "stderr": stderr, "stdout": stdout}
 
