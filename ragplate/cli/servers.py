@@ -1,4 +1,5 @@
-"""``ragplate servers …``: the self-hosted AI servers (embeddings, rerank, transcription)."""
+"""``ragplate servers …``: the self-hosted AI servers (embeddings, rerank, chat,
+transcription)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def check_command(
     Each openai_compatible profile is probed through the server it names: the
     model its answer and TEI's GET /info name, the vector length and norm. A
     profile refused by a server that accepts another profile is a warning.
-    The reranker scores two fixed pairs. A TEI's max_client_batch_size must
+    The reranker scores two fixed pairs; the chat model answers one short
+    completion. A TEI's max_client_batch_size must
     not be below the configured batch size (fail) nor below 64 (warn).
     Transcription is listed, not probed: that would need audio.
 

@@ -238,7 +238,9 @@ def _tool_call(call: Any, index: int) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=arguments)
 
 
-def chat_client_from_settings(settings: Settings) -> OpenAIChatClient | None:
+def chat_client_from_settings(settings: Settings, *,
+                              transport: httpx.BaseTransport | None = None
+                              ) -> OpenAIChatClient | None:
     """The client of the ``chat`` server (``RAGPLATE_SERVERS__CHAT__*``), or ``None`` when it
     has no URL (the extractive answerer is used then). A URL without a model is a
     :class:`ConfigurationError`."""
@@ -254,4 +256,5 @@ def chat_client_from_settings(settings: Settings) -> OpenAIChatClient | None:
         model=own.model,
         api_key=own.key.get_secret_value() if own.key is not None else None,
         timeout=own.timeout or DEFAULT_TIMEOUT,
+        transport=transport,
     )

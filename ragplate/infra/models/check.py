@@ -12,6 +12,7 @@ from ragplate.catalog.errors import RagplateError
 from ragplate.catalog.profiles import PROFILES, EmbeddingProfile
 from ragplate.catalog.settings import Settings
 from ragplate.infra.models.calls import make_client
+from ragplate.infra.models.chat import CHAT, chat_client_from_settings
 from ragplate.infra.models.config import (
     EMBEDDINGS,
     RERANK,
@@ -66,8 +67,8 @@ def check_servers(
     transport: httpx.BaseTransport | None = None,
 ) -> list[CheckRow]:
     """Probe each ``openai_compatible`` profile through the server it names, the reranker
-    with two fixed pairs and TEI batch limits; list transcription without probing it (that
-    would need audio)."""
+    with two fixed pairs, TEI batch limits and the chat model with one short completion;
+    list transcription without probing it (that would need audio)."""
     catalog = PROFILES if profiles is None else profiles
     rows: list[CheckRow] = []
     by_server: dict[str, list[CheckRow]] = {}
@@ -86,7 +87,7 @@ def check_servers(
         rows.extend(_server_verdict(profile_rows))
         rows.extend(_batch_rows(servers[name], transport))
     used = set(servers)
-    for name in sorted(set(settings.servers) - used - {EMBEDDINGS, RERANK, TRANSCRIPTION}):
+    for name in sorted(set(settings.servers) - used - {EMBEDDINGS, RERANK, TRANSCRIPTION, CHAT}):
         server = embeddings_server_named(name, settings)
         if server is not None and server.name == name:
             rows.append(CheckRow(name, EMBEDDINGS, "-", server.safe_url, "skipped",
@@ -96,6 +97,9 @@ def check_servers(
         rows.append(_rerank_row(rerank, transport))
         if rerank.api == "tei":
             rows.extend(_batch_rows(rerank, transport))
+    chat = settings.servers.get(CHAT)
+    if chat is not None and chat.url:
+        rows.append(_chat_row(settings, transport))
     transcription = role_server(TRANSCRIPTION, settings)
     if transcription is not None:
         rows.append(CheckRow(TRANSCRIPTION, TRANSCRIPTION, transcription.model or "-",
@@ -166,3 +170,24 @@ def _rerank_row(server: ServerConfig, transport: httpx.BaseTransport | None) -> 
     scores = ", ".join(f"{score:.4f}" for score in result.scores)
     return CheckRow(RERANK, RERANK, f"{server.api}: two fixed pairs", client.endpoint, "ok",
                     f"scores {scores}; model {result.model or 'not named'}")
+
+
+#: The chat probe: one completion this short costs next to nothing on a hosted model.
+CHAT_PROBE = [{"role": "user", "content": "Reply with the single word OK."}]
+
+
+def _chat_row(settings: Settings, transport: httpx.BaseTransport | None) -> CheckRow:
+    """One short completion: the server answers, takes the key and knows the model."""
+    try:
+        client = chat_client_from_settings(settings, transport=transport)
+    except RagplateError as exc:  # a URL without a model
+        return CheckRow(CHAT, CHAT, "-", "", "fail", str(exc))
+    assert client is not None  # the caller saw a URL
+    try:
+        reply = client.complete(CHAT_PROBE)
+    except RagplateError as exc:
+        return CheckRow(CHAT, CHAT, client.model, client.endpoint, "fail", str(exc))
+    finally:
+        client.close()
+    return CheckRow(CHAT, CHAT, client.model, client.endpoint, "ok",
+                    f"one completion, finish_reason {reply.finish_reason or 'not given'}")

@@ -127,3 +127,31 @@ def test_cli_without_servers_says_so(env: pytest.MonkeyPatch) -> None:
 
     assert result.exit_code == 0
     assert "skipped" in result.output
+
+
+def test_a_configured_chat_server_is_probed_with_one_short_completion() -> None:
+    from tests.testing.chat_double import ChatDouble, Text
+    from tests.testing.http_double import Reply
+
+    with ChatDouble([Text("OK"), Reply(404, {"error": {"message": "model 'm' not found"}})]
+                    ) as chat:
+        rows = check_servers(_settings(chat=ServerSettings(url=chat.url, model="m")))
+        refused = check_servers(_settings(chat=ServerSettings(url=chat.url, model="m")))
+        bodies = chat.bodies()
+
+    # A chat server is no embeddings server without a profile: one row for it.
+    (row,) = [r for r in rows if r.server == "chat"]
+    assert all(r.status == "skipped" for r in rows if r is not row)
+    assert (row.server, row.role, row.subject, row.status) == ("chat", "chat", "m", "ok")
+    assert "finish_reason stop" in row.detail
+    assert [b["model"] for b in bodies] == ["m", "m"]
+    assert len(bodies[0]["messages"]) == 1
+    assert not failed(rows)
+    assert [(r.role, r.status) for r in refused if r.server == "chat"] == [("chat", "fail")]
+    assert "404" in refused[-1].detail and failed(refused)
+    # Nothing listens on port 1, and a URL without a model is a configuration error.
+    down = check_servers(_settings(chat=ServerSettings(url=f"http://127.0.0.1:{free_port()}",
+                                                       model="m", timeout=5)))
+    assert [r.status for r in down if r.server == "chat"] == ["fail"]
+    no_model = check_servers(_settings(chat=ServerSettings(url=chat.url)))[-1]
+    assert no_model.status == "fail" and "RAGPLATE_SERVERS__CHAT__MODEL" in no_model.detail
