@@ -40,7 +40,41 @@ def indexing(
     """
     from ragplate.bench.indexing import run
 
+    _directory(corpus, "--corpus")
+    _directory(datasets, "--datasets")
     run(corpus=corpus, datasets=datasets, output=output, store=_store(store))
+
+
+def _directory(path: Path, option: str) -> Path:
+    """``path`` when it is a directory; otherwise refused before any service starts (the
+    defaults point beside the checkout, where a clone elsewhere has nothing)."""
+    from ragplate.catalog.errors import InvalidInputError
+
+    if not path.is_dir():
+        raise InvalidInputError(f"{option} {path}: no such directory")
+    return path
+
+
+def _files(paths: list[Path], option: str) -> list[Path]:
+    """``paths`` when each is a readable file; otherwise the first that is not, refused."""
+    from ragplate.catalog.errors import InvalidInputError
+
+    for path in paths:
+        if not path.is_file():
+            raise InvalidInputError(f"{option} {path}: no such file")
+    return paths
+
+
+def _profile(key: str, option: str) -> str:
+    """``key`` when it names a declared embedding profile."""
+    from ragplate.catalog.errors import InvalidInputError, UnknownProfileError
+    from ragplate.catalog.profiles import get_profile
+
+    try:
+        get_profile(key)
+    except UnknownProfileError as exc:
+        raise InvalidInputError(f"{option}: {exc}") from None
+    return key
 
 
 def _store(name: str) -> str:
@@ -84,8 +118,8 @@ def switch(
     """
     from ragplate.bench.switch import run
 
-    run(records=records, output=output, source=source, target=target, store=_store(store),
-        rework=rework)
+    run(records=records, output=output, source=_profile(source, "--source"),
+        target=_profile(target, "--target"), store=_store(store), rework=rework)
 
 
 def fusion(
@@ -111,7 +145,8 @@ def fusion(
 
     datasets = dataset or [DEFAULT_DATASETS / "2026-09-17-developer-core-baseline.json",
                            DEFAULT_DATASETS / "2026-09-18-developer-retrieval.json"]
-    run(corpus=corpus, datasets=datasets, output=output)
+    run(corpus=_directory(corpus, "--corpus"), datasets=_files(datasets, "--dataset"),
+        output=output)
 
 
 def hostile(
@@ -130,7 +165,7 @@ def hostile(
     """
     from ragplate.bench.hostile import run
 
-    run(corpus=corpus, output=output)
+    run(corpus=_directory(corpus, "--corpus"), output=output)
 
 
 def retrieval(
@@ -167,7 +202,8 @@ def retrieval(
                            DEFAULT_DATASETS / "2026-09-18-developer-retrieval.json",
                            PROJECT_ROOT / "datasets" / "documentation-laraplate-dev.json",
                            PROJECT_ROOT / "datasets" / "documentation-laraplate-heldout.json"]
-    run(corpus=corpus, datasets=datasets, output=output, only=recipe or [])
+    run(corpus=_directory(corpus, "--corpus"), datasets=_files(datasets, "--dataset"),
+        output=output, only=recipe or [])
 
 
 def assistant(
@@ -194,7 +230,7 @@ def assistant(
 
     datasets = dataset or [*sorted((PROJECT_ROOT / "datasets").glob("assistant-screening*.json")),
                            DEFAULT_DATASETS / "assistant-injection.json"]
-    run(datasets=datasets, docs=docs, output=output)
+    run(datasets=_files(datasets, "--dataset"), docs=_directory(docs, "--docs"), output=output)
 
 
 def register(app: typer.Typer) -> None:
