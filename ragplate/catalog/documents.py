@@ -211,3 +211,20 @@ def breadcrumb_text(breadcrumb: Any) -> str:
     if isinstance(breadcrumb, list):
         return " > ".join(str(part) for part in breadcrumb)
     return str(breadcrumb or "")
+
+
+def label_prefix_problem(prefix: str) -> str | None:
+    """Why ``prefix`` cannot begin a source label, or ``None``. A label reads as a path
+    (``../x/bom.md`` would name a place outside every root) and is typed back at the
+    command line (``sources remove``), so a prefix is names joined by ``/``: no empty,
+    ``.`` or ``..`` name, no backslash, no control character, no space around a name."""
+    if not prefix:
+        return None  # bare relative paths
+    names = prefix.split("/")
+    if any(n in ("", ".", "..") for n in names) or "\\" in prefix:
+        return "a label prefix is names joined by '/', without '.' or '..' names"
+    if not prefix.isprintable():
+        return "a label prefix holds no control character"
+    if any(n != n.strip() for n in names):
+        return "a name of a label prefix neither begins nor ends with a space"
+    return None

@@ -34,7 +34,7 @@ from pydantic_settings import (
 )
 
 from ragplate.catalog.crud import CRUD_ENTITIES, OPERATIONS
-from ragplate.catalog.documents import DEFAULT_MAX_SOURCE_BYTES
+from ragplate.catalog.documents import DEFAULT_MAX_SOURCE_BYTES, label_prefix_problem
 from ragplate.catalog.entities import Entity
 from ragplate.catalog.errors import ConfigurationError, EmptyVariableError, is_blank
 
@@ -559,6 +559,17 @@ class Settings(BaseSettings):
                 r"postgres(ql)?(\+[a-z0-9_]+)?://", value.get_secret_value()):
             raise ValueError("must be a PostgreSQL URL, e.g. "
                              "postgresql+psycopg://user:password@host:5432/ragplate")
+        return value
+
+    @field_validator("docs_roots", mode="after")
+    @classmethod
+    def _root_prefixes(cls, value: dict[str, Path]) -> dict[str, Path]:
+        # The same rule as index-docs --prefix: a configured root must not label its
+        # documents "../x/…" or with a control character either.
+        for prefix in value:
+            problem = label_prefix_problem(prefix)
+            if problem is not None:
+                raise ValueError(f"prefix {prefix!r}: {problem}")
         return value
 
     @field_validator("assistant_fallback_locales", mode="after")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragplate.catalog.documents import INDEXES
+from ragplate.catalog.documents import INDEXES, label_prefix_problem
 from ragplate.catalog.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -28,12 +28,10 @@ def explicit_root(path: str | None, prefix: str | None) -> dict[str, Path] | Non
     if not root.is_dir():
         raise InvalidInputError(f"--path {path}: not a directory")
     label_prefix = root.resolve().name if prefix is None else prefix.strip("/")
-    segments = label_prefix.split("/")
-    if label_prefix and (any(s in ("", ".", "..") for s in segments) or "\\" in label_prefix
-                         or not label_prefix.isprintable()):
-        # A label reads as a path: "../x/bom.md" would name a place outside every root.
-        raise InvalidInputError(f"--prefix {prefix!r}: a label prefix is names joined by "
-                                "'/', without '.' or '..' segments")
+    problem = label_prefix_problem(label_prefix)
+    if problem is not None:
+        shown = f"--prefix {prefix!r}" if prefix is not None else f"--path {path}"
+        raise InvalidInputError(f"{shown}: {problem}")
     return {label_prefix: root}
 
 
