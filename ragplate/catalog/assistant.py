@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from ragplate.catalog.errors import ConfigurationError
+from ragplate.catalog.errors import ConfigurationError, InvalidInputError
 from ragplate.catalog.settings import Settings
 
 ProfileName = Literal["in_app", "developer_help"]
@@ -143,6 +143,15 @@ TEXTS: dict[str, dict[str, str]] = {
     },
 }
 MODULE_KEY = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def check_module(module: str) -> str:
+    """A module key as documents name it (``billing``); an empty one would turn the module
+    filter off instead of narrowing it."""
+    if not MODULE_KEY.fullmatch(module):
+        raise InvalidInputError(f"module {module!r} is not a module key: lower-case letters, "
+                                "digits and _ (e.g. billing)")
+    return module
 
 
 def text(locale: str | None, key: str) -> str:

@@ -144,6 +144,7 @@ def retrieve(
 
     Example: ragplate retrieve "How does incremental indexing work?" --top-k 3 --json
     """
+    from ragplate.catalog.assistant import check_module
     from ragplate.catalog.people import check_locale, check_permissions, check_tenant
     from ragplate.catalog.text import check_text
     from ragplate.infra.environment import get_settings
@@ -153,7 +154,7 @@ def retrieve(
     check_text(question, "QUESTION")  # before any service starts
     given = [name for name, value in (("--tenant", tenant), ("--locale", locale),
                                       ("--permission", permission), ("--module", module))
-             if value]
+             if value is not None and value != []]
     if index is IndexName.developer and given:
         raise InvalidInputError(f"{', '.join(given)}: filters of the user index only (add "
                                 f"--index user); the developer index is searched unfiltered")
@@ -163,7 +164,8 @@ def retrieve(
         # empty answer.
         access = AccessContext(tenant=check_tenant(tenant),
                                locale=None if locale is None else check_locale(locale),
-                               permissions=check_permissions(permission or []), module=module)
+                               permissions=check_permissions(permission or []),
+                               module=None if module is None else check_module(module))
     runtime = Runtime(get_settings())
     hits = retrieve_with_runtime(runtime, question, index=index.value, top_k=top_k,
                                  access=access)

@@ -258,6 +258,15 @@ def test_retrieve_user_index_with_access_options(
     (["retrieve", "backups", "--tenant", "acme", "--module", "core"],
      "--tenant, --module: filters of the user index only (add --index user); the developer "
      "index is searched unfiltered"),
+    # Empty is given too: it must not pass for "no filter" on either index.
+    (["retrieve", "backups", "--tenant", ""],
+     "--tenant: filters of the user index only (add --index user); the developer index is "
+     "searched unfiltered"),
+    (["retrieve", "backups", "--index", "user", "--module", ""],
+     "module '' is not a module key: lower-case letters, digits and _ (e.g. billing)"),
+    (["retrieve", "backups", "--index", "user", "--module", "bad module!"],
+     "module 'bad module!' is not a module key: lower-case letters, digits and _ (e.g. "
+     "billing)"),
 ])
 def test_bad_options_are_refused_before_starting_anything(
     tmp_path: Path, args: list[str], message: str
