@@ -22,10 +22,12 @@ from ragplate.catalog.people import TOKEN_PREFIX
 ACCESS_LOGGER = "uvicorn.access"
 REDACTED = "[redacted]"
 #: A parameter whose name, as words (``X-Api-Key``, ``authToken``, ``client_secret``,
-#: ``token[]``), ends with one of these holds a credential whatever its value looks like.
+#: ``token[]``, ``session_id``), ends with one of these holds a credential whatever its value
+#: looks like; ``code`` (an OAuth grant) only as the whole name, not ``zip_code``.
 _CREDENTIAL_NAME = re.compile(
     r"(?:^|_)(?:api_?key|key|(?:access_?)?token|auth|authorization|bearer|password|passwd|"
-    r"pwd|secret|credentials?|signature|sig|jwt)$", re.IGNORECASE)
+    r"pwd|secret|credentials?|signature|sig|jwt|session(?:_?id)?|sid|cookie|otp|ticket)$"
+    r"|^code$", re.IGNORECASE)
 # Matched in raw text, where the prefix's underscore may arrive percent-encoded.
 _TOKEN = re.compile(re.escape(TOKEN_PREFIX[:-1]) + r"(?:_|%5[Ff])[A-Za-z0-9_\-%]+")
 

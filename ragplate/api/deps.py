@@ -19,7 +19,7 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 
 from ragplate.api.access_log import repeatable
-from ragplate.catalog.errors import InvalidInputError, PermissionDeniedError
+from ragplate.catalog.errors import AuthenticationError, InvalidInputError, PermissionDeniedError
 from ragplate.catalog.people import DEVELOPER_PERMISSION, Person
 from ragplate.infra.runtime import Runtime
 from ragplate.tasks.crud.service import CrudService
@@ -42,8 +42,13 @@ RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 def get_person(request: Request, runtime: RuntimeDep,
                _scheme: Annotated[object, Depends(_bearer)] = None) -> Person:
-    """The person of the request's bearer token (401 without a valid one)."""
-    return authenticate(runtime.engine, request.headers.get("authorization"))
+    """The person of the request's bearer token (401 without a valid one, or with more
+    than one Authorization header: which one a proxy or a server reads differs, so the
+    request names no one for certain)."""
+    sent = request.headers.getlist("authorization")
+    if len(sent) > 1:
+        raise AuthenticationError("more than one Authorization header: send one")
+    return authenticate(runtime.engine, sent[0] if sent else None)
 
 
 PersonDep = Annotated[Person, Depends(get_person)]

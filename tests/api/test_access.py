@@ -182,3 +182,16 @@ def test_the_openapi_document_declares_the_bearer_scheme(client: TestClient) -> 
         assert operation["security"] == [{"HTTPBearer": []}]
         assert {"401", "403"} <= set(operation["responses"])
     assert "security" not in spec["paths"]["/health"]["get"]
+
+
+def test_two_authorization_headers_name_no_one(client: TestClient, engine: sa.Engine) -> None:
+    good = bearer(engine, name="twice-sent")["Authorization"]
+    assert client.post("/v1/docs/search", json=DOCS,
+                       headers={"Authorization": good}).status_code == 200
+    for pair in ([good, "Bearer rp_other"], ["Bearer rp_other", good], [good, good]):
+        response = client.post("/v1/docs/search", json=DOCS,
+                               headers=[("Authorization", value) for value in pair])
+
+        # A proxy may read the other one: the request is refused, whichever comes first.
+        assert response.status_code == 401, response.text
+        assert "more than one Authorization header" in response.json()["detail"]

@@ -29,6 +29,12 @@ TOKEN = "rp_" + "Abc-_123" * 5
     ("/v1/search?authToken=a&clientSecret=b&privateKey=c&token[]=d&auth.token=e&keyword=f",
      "/v1/search?authToken=[redacted]&clientSecret=[redacted]&privateKey=[redacted]"
      "&token[]=[redacted]&auth.token=[redacted]&keyword=f"),
+    # Sessions, one-time codes and tickets are credentials too; a zip code is not.
+    ("/health?session=S&sessionId=T&session_id=U&sid=V&cookie=W&otp=X&code=Y&ticket=Z"
+     "&zip_code=20100&mode=fast",
+     "/health?session=[redacted]&sessionId=[redacted]&session_id=[redacted]&sid=[redacted]"
+     "&cookie=[redacted]&otp=[redacted]&code=[redacted]&ticket=[redacted]&zip_code=20100"
+     "&mode=fast"),
     # A token anywhere: in a value of any name, as a name, in the path, percent-encoded.
     (f"/v1/docs/search?q=see%20{TOKEN}", "/v1/docs/search?q=[redacted]"),
     (f"/v1/search?t={TOKEN.replace('_', '%5F', 1)}", "/v1/search?t=[redacted]"),
