@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ragplate.cli.output import console, examples, print_json
+from ragplate.cli.output import confirm, console, examples, print_json
 
 PROFILES = ("developer", "user", "all")
 
@@ -18,6 +18,8 @@ def create_command(
     force: Annotated[bool, typer.Option(
         "--force", help="Drop each index first (its documents are lost; run index-docs "
                         "after).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before --force.")
+                   ] = False,
     json_output: Annotated[bool, typer.Option(
         "--json", help='Print {"indexes": [{index, profile, store, name, alias, outcome}]}.')
     ] = False,
@@ -26,13 +28,14 @@ def create_command(
     Elasticsearch: each index with the mapping ragplate writes (the profile's dimensions
     and similarity, keyword fields for every filter, source_type among them) and its alias
     pointed at it; --force drops and recreates it with the active profile's dimensions.
-    On PostgreSQL the migrations make the tables; --force empties the index.
+    On PostgreSQL the migrations make the tables; --force empties the index, after a
+    prompt (--yes answers it).
 
     Examples:
 
         ragplate index create --profile all
 
-        ragplate index create --profile user --force --json
+        ragplate index create --profile user --force --yes --json
     """
     from ragplate.catalog.errors import InvalidInputError
     from ragplate.infra.environment import get_settings
@@ -42,6 +45,12 @@ def create_command(
     if profile not in PROFILES:
         raise InvalidInputError(f"--profile {profile[:40]!r}: use developer, user or all")
     chosen = ("developer", "user") if profile == "all" else (profile,)
+    if force and not yes and not confirm(
+            f"Empty the {' and '.join(chosen)} documentation index"
+            f"{'es' if len(chosen) > 1 else ''}? Their documents are lost until index-docs "
+            "runs again."):
+        typer.echo("Nothing changed.", err=True)
+        raise typer.Exit(1)
     rows = create_indexes(Runtime(get_settings()), chosen, force=force)
     if json_output:
         print_json({"indexes": rows})
@@ -57,6 +66,6 @@ def register(app: typer.Typer) -> None:
     group = typer.Typer(help="The documentation indexes themselves.", no_args_is_help=True,
                         epilog=examples(
                             "ragplate index create --profile all --json",
-                            "ragplate index create --profile user --force"))
+                            "ragplate index create --profile user --force --yes"))
     group.command("create")(create_command)
     app.add_typer(group, name="index")

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.cli import app
 from ragplate.infra.elasticsearch import indexes, mappings
+from ragplate.infra.models.base import Embedder
 from tests.testing.elasticsearch import Target
 
 pytestmark = pytest.mark.integration
@@ -47,7 +48,7 @@ def test_create_then_exists_then_force(
 
     code, out = run("index", "create", "--profile", "user")
     assert code == 0 and "user: exists" in out
-    code, out = run("index", "create", "--profile", "user", "--force", "--json")
+    code, out = run("index", "create", "--profile", "user", "--force", "--yes", "--json")
     assert [r["outcome"] for r in json.loads(out)["indexes"]] == ["recreated"]
     for row in rows.values():
         indexes.delete_index(es_client, row["name"])  # type: ignore[arg-type]
@@ -64,3 +65,35 @@ def test_on_pgvector_there_is_nothing_to_create(engine: sa.Engine) -> None:
     code, out = run("index", "create", "--profile", "developer", "--json")
     assert code == 0
     assert json.loads(out)["indexes"][0]["outcome"] == "exists"
+
+
+def test_force_asks_first_and_no_answer_changes_nothing(
+    engine: sa.Engine, embedder: Embedder, tmp_path: Path
+) -> None:
+    from ragplate.infra.environment import get_settings
+    from ragplate.infra.runtime import Runtime
+    from ragplate.tasks.indexing.read import read_sources, user_corpus
+    from tests.testing.corpus import index_documents, write_corpus
+
+    runtime = Runtime(get_settings())
+    store = runtime.store("user")
+    page = ("---\naudience: user\nmodule: warehouse\nlocale: en\ncanonical_source: help/a.md\n"
+            "safe_source_label: \"Help · A\"\nversion: \"1\"\npolicy_classification: user_safe\n"
+            "policy_classification_version: in-app-docs-v1\nrequired_permissions: []\n"
+            "tenant_scope: global\n---\n\n# A\n\nScanners are reset from the settings page.\n")
+    root = write_corpus(tmp_path / "help", {"a.md": page})
+    index_documents(store, embedder, user_corpus(read_sources({"help": root}), runtime.policy))
+    before = store.count()
+    assert before > 0
+    # No answer (the end of the input) is a no, as "n" is.
+    for answer in ("", "n\n"):
+        result = CliRunner().invoke(app, ["index", "create", "--profile", "user", "--force"],
+                                    input=answer)
+        assert result.exit_code == 1, result.output
+        assert "Empty the user documentation index?" in result.output
+        assert "Nothing changed." in result.output
+    assert store.count() == before
+    result = CliRunner().invoke(app, ["index", "create", "--profile", "user", "--force"],
+                                input="y\n")
+    assert result.exit_code == 0, result.output
+    assert store.count() == 0
