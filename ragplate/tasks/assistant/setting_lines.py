@@ -28,6 +28,8 @@ _ASSIGNMENT = re.compile(r"^(?:-\s+|export\s+)?([A-Z][A-Z0-9]*(?:__?[A-Z0-9]+)+)
 _FENCE = re.compile(r"^(```|~~~)")
 _TABLE_RULE = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$")
 _CELL_BORDER = re.compile(r"(?<!\\)\|")
+#: What ends a list item's wrapped lines: the next item or another block.
+_BLOCK_START = re.compile(r"^(?:[-*+]\s|\d+[.)]\s|#|\||>|```|~~~)")
 #: A quoted line longer than this many characters is a wall of text, not an answer.
 MAX_CHARS = 400
 
@@ -85,13 +87,35 @@ def setting_lines(text: str, asked: set[str]) -> list[SettingLine]:
                 found.append(SettingLine(_row(cells, header), frozenset(named_in(asked, line))))
             continue
         header = None
-        item = LIST_ITEM.sub("", line)
-        names = named_in(asked, line) if item != line else set()
-        quoted = plain(item).strip()
+        if not LIST_ITEM.match(line):
+            continue
+        # An item may wrap onto the lines below it, up to a blank line or the next block.
+        end = index + 1
+        while end < len(lines) and lines[end] and not _BLOCK_START.match(lines[end]):
+            end += 1
+        quoted = plain(" ".join([LIST_ITEM.sub("", line), *lines[index + 1:end]])).strip()
+        names = named_in(asked, quoted)
         # One ending like a sentence is prose, which the sentence reader already has.
         if names and not quoted.endswith((".", "!", "?", ")")):
+            quoted = quoted.rstrip(";,").rstrip()  # the list's separators, not its words
+            if quoted[:1].islower():  # it goes on from the sentence introducing the list
+                lead = _list_introduction(lines, index)
+                quoted = f"{lead} {quoted}" if lead else quoted
             found.append(SettingLine(quoted, frozenset(names)))
     return [line for line in found if len(line.text) <= MAX_CHARS]
+
+
+def _list_introduction(lines: list[str], index: int) -> str | None:
+    """The sentence ending in a colon that introduces the list holding line ``index``:
+    above the items before it (and a blank line), if there is one."""
+    above = index - 1
+    while above >= 0 and lines[above] and not lines[above].endswith(":"):
+        above -= 1
+    if above >= 1 and not lines[above]:
+        above -= 1  # "… when a source:", a blank line, then the list
+    if above < 0 or not lines[above].endswith(":"):
+        return None
+    return _introduction(lines[:above + 1])
 
 
 def _introduction(before: list[str]) -> str | None:

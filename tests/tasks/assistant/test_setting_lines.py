@@ -106,3 +106,19 @@ def test_an_escaped_pipe_stays_inside_its_cell():
     table = "| Env | Values |\n|---|---|\n| `LOCK_MODE` | `a \\| b` choice |"
     assert texts(setting_lines(table, {"LOCK_MODE"})) == [
         "Env: `LOCK_MODE`; Values: `a | b` choice."]
+
+
+def test_a_list_item_is_read_whole_and_after_the_sentence_it_goes_on_from():
+    wrapped = ("Environment:\n\n-   `AR_KEY`: optional static key\n    expected on callbacks\n"
+               "-   `AR_URL` is the base.\n")
+    assert texts(setting_lines(wrapped, {"AR_KEY"})) == [
+        "`AR_KEY`: optional static key expected on callbacks"]
+    stops = ("The run stops when a source:\n\n- is not valid UTF-8;\n"
+             "- is larger than `MAX_FILE_BYTES` (5,000,000 bytes by default);\n"
+             "- has a label that another root also produces.\n")
+    assert texts(setting_lines(stops, {"MAX_FILE_BYTES"})) == [
+        "The run stops when a source: is larger than `MAX_FILE_BYTES` (5,000,000 bytes by "
+        "default)"]
+    # Without an introducing sentence, the item alone.
+    assert texts(setting_lines("- is larger than `MAX_FILE_BYTES`\n", {"MAX_FILE_BYTES"})) == [
+        "is larger than `MAX_FILE_BYTES`"]
