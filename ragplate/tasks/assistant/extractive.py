@@ -125,8 +125,11 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
         # a gap: no prose sentence is followed by one in _choose.
         lines = [[line.text for line in setting_lines(text, named) if quotable(line.text)]
                  for text in texts]
-        for position, line in enumerate(dict.fromkeys(q for found in lines for q in found),
-                                        len(read) + 1):
+        quoted = list(dict.fromkeys(q for found in lines for q in found))
+        # A chunk starting inside a list reads an item without the sentence it goes on
+        # from, which another chunk has: the longer one is quoted.
+        quoted = [q for q in quoted if not any(o != q and o.endswith(" " + q) for o in quoted)]
+        for position, line in enumerate(quoted, len(read) + 1):
             candidates.append((rank, position, line, set(tokens(line, name))))
             stated.add(line)
             if line in lines[0]:
@@ -158,7 +161,10 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
                     key=lambda sc: (-sc[0], sc[1][0], sc[1][1]))
     if not scored:
         return Extract([], [])
-    chosen = _choose(scored, {(c[0], c[1]): c for c in candidates})
+    # For a setting asked of, the sentence after the best one is quoted only if it names
+    # the setting too: the next one may already describe another setting or section.
+    chosen = _choose(scored, {(c[0], c[1]): c for c in candidates
+                              if not named or naming(c[2])})
     if named and not named <= {n for c in chosen for n in naming(c[2])}:
         return Extract([], [])  # the evidence's prose does not name every setting asked of
     order: list[int] = []

@@ -22,9 +22,10 @@ from ragplate.tasks.assistant.markdown_text import LIST_ITEM, SENTENCE_END, plai
 #: A setting's name: upper-case words joined by underscores (``AI_FAQ_VECTOR_STORE``, a
 #: nested ``RAGPLATE_SERVERS__CHAT__URL``), also as a shell writes it (``$APP_KEY``).
 SETTING_NAME = re.compile(r"(?<!\w)[A-Z][A-Z0-9]*(?:__?[A-Z0-9]+)+(?!\w)")
-#: ``NAME=value``, ``export NAME=value``, ``- NAME=value`` (a compose file's list), with an
-#: optional ``# comment``.
-_ASSIGNMENT = re.compile(r"^(?:-\s+|export\s+)?([A-Z][A-Z0-9]*(?:__?[A-Z0-9]+)+)=\S*(\s+#.*)?$")
+#: ``NAME=value``, ``export NAME=value``, ``- NAME=value`` (a compose file's list), the value
+#: quoted when it holds spaces (``NAME='{"a": "b"}'``), with an optional ``# comment``.
+_ASSIGNMENT = re.compile(r"^(?:-\s+|export\s+)?([A-Z][A-Z0-9]*(?:__?[A-Z0-9]+)+)="
+                         r"(?:'[^']*'|\"[^\"]*\"|\S*)(\s+#.*)?$")
 _FENCE = re.compile(r"^(```|~~~)")
 _TABLE_RULE = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$")
 _CELL_BORDER = re.compile(r"(?<!\\)\|")

@@ -141,9 +141,10 @@ def test_a_question_naming_a_setting_is_answered_only_by_sentences_naming_it() -
                 "in a list.")]
 
     asked = extract("What is RAGPLATE_APP_KEY for?", hits, locale="en")
-    assert [s.text for s in asked.sentences] == [  # the sentence naming it, and its follower
+    # The sentence naming it; the next one does not name it, and is left out.
+    assert [s.text for s in asked.sentences] == [
         "Query records name a person by a reference made with `RAGPLATE_APP_KEY`, never by "
-        "their id.", "Rotating the key keeps the old one in a list."]
+        "their id."]
     assert [h.source_label for h in asked.cited] == ["Analytics"]
     # Its words ("RAGPLATE", "KEY") are in the other setting's sentence: that is no answer.
     assert extract("What is RAGPLATE_APP_KEY for?", hits[:1], locale="en").sentences == []
@@ -166,6 +167,11 @@ def test_a_question_naming_a_setting_is_answered_only_by_sentences_naming_it() -
     # The other way round is another program's setting, not this one.
     laravel = hit("Laravel", "Laravel encrypts cookies with the `APP_KEY` of the `.env` file.")
     assert extract("What is RAGPLATE_APP_KEY for?", [laravel], locale="en").sentences == []
+    # The sentence after the best one may describe another setting: not quoted.
+    two = hit("Splitter", "Set `SPLIT_OVERLAP` to the words two chunks share, 20 by default. "
+              "It leaves breadcrumbs empty when the splitter is the sentence one.")
+    assert [s.text for s in extract("What is SPLIT_OVERLAP?", [two], locale="en").sentences
+            ] == ["Set `SPLIT_OVERLAP` to the words two chunks share, 20 by default."]
     # A setting stated only in a code block is quoted from it, with the sentence before it.
     env = hit("Deployment", "Indexing calls the embedding service in batches. Both are "
               "configurable:\n\n```env\nEMBED_TIMEOUT=120   # seconds per request (default "
@@ -173,6 +179,14 @@ def test_a_question_naming_a_setting_is_answered_only_by_sentences_naming_it() -
     assert [s.text for s in extract("What is the default of EMBED_TIMEOUT?", [env],
                                     locale="en").sentences] == [
         "Both are configurable: `EMBED_TIMEOUT=120 # seconds per request (default 30)`"]
+    # A list item read in two chunks, once without the sentence it goes on from: quoted
+    # once, whole.
+    items = ("A source is skipped when all of these are unchanged:\n\n- its content hash;\n"
+             "- the vector recipe: `DOCS_WEIGHT`\n- the profile.")
+    listed = hit("Indexing", items)
+    assert [s.text for s in extract("What is DOCS_WEIGHT?", [listed], locale="en", passages={
+        0: [items, "- the vector recipe: `DOCS_WEIGHT`\n- the profile."]}).sentences] == [
+        "A source is skipped when all of these are unchanged: the vector recipe: `DOCS_WEIGHT`"]
     # A line the output policy would refuse is not quoted (an end user's NAME=value).
     assert extract("What is the default of EMBED_TIMEOUT?", [env], locale="en",
                    quotable=lambda line: "=" not in line).sentences == []

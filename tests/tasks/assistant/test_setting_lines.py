@@ -122,3 +122,11 @@ def test_a_list_item_is_read_whole_and_after_the_sentence_it_goes_on_from():
     # Without an introducing sentence, the item alone.
     assert texts(setting_lines("- is larger than `MAX_FILE_BYTES`\n", {"MAX_FILE_BYTES"})) == [
         "is larger than `MAX_FILE_BYTES`"]
+
+
+def test_a_quoted_value_with_spaces_is_a_configuration_line():
+    block = ("Set the roots:\n\n```bash\nexport DOCS_ROOTS='{\"handbook\": \"/srv/handbook\"}'\n"
+             "APP_TITLE=\"Team docs\"  # shown in the header\n```\n")
+    assert texts(setting_lines(block, {"DOCS_ROOTS", "APP_TITLE"})) == [
+        "Set the roots: `export DOCS_ROOTS='{\"handbook\": \"/srv/handbook\"}'`",
+        "Set the roots: `APP_TITLE=\"Team docs\" # shown in the header`"]
