@@ -166,7 +166,7 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
     chosen = _choose(scored, {(c[0], c[1]): c for c in candidates
                               if not named or naming(c[2])})
     if named and not named <= {n for c in chosen for n in naming(c[2])}:
-        return Extract([], [])  # the evidence's prose does not name every setting asked of
+        return Extract([], [])  # the evidence does not name every setting asked of
     order: list[int] = []
     for rank, *_ in chosen:
         if rank not in order:

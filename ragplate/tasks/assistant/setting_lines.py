@@ -82,10 +82,11 @@ def setting_lines(text: str, asked: set[str]) -> list[SettingLine]:
         if line.startswith("|"):
             cells = _cells(line)
             following = lines[index + 1] if index + 1 < len(lines) else ""
+            names = named_in(asked, line)
             if _TABLE_RULE.match(following):
                 header = cells
-            elif not _TABLE_RULE.match(line) and named_in(asked, line):
-                found.append(SettingLine(_row(cells, header), frozenset(named_in(asked, line))))
+            elif names and not _TABLE_RULE.match(line):
+                found.append(SettingLine(_row(cells, header), frozenset(names)))
             continue
         header = None
         if not LIST_ITEM.match(line):
@@ -120,7 +121,8 @@ def _list_introduction(lines: list[str], index: int) -> str | None:
 
 
 def _introduction(before: list[str]) -> str | None:
-    """The last sentence before a code block when it introduces it (ends in a colon)."""
+    """The last sentence of ``before`` when it introduces what follows (a code block or a
+    list: it ends in a colon)."""
     for line in reversed(before):
         if not line:
             continue
