@@ -22,8 +22,6 @@ QueryTextMode = Literal["raw", "off"]
 FIELDS: tuple[str, ...] = ("id", "logged_at", "user_ref", "tenant", "profile", "locale",
                            "query", "retrieved_count", "citation_count", "answered",
                            "latency_ms", "index")
-#: The tenant of a person of no tenant.
-GLOBAL_TENANT = "global"
 
 
 class AnalyticsFieldError(InvalidInputError):

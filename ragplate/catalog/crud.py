@@ -23,8 +23,6 @@ WRITE_OPERATIONS: tuple[Operation, ...] = ("create", "update", "delete")
 VisibilityRule = Literal["published_or_editor", "ticket_visibility"]
 ModificationStatus = Literal["pending", "approved", "disapproved"]
 
-#: The tenant of records every tenant sees.
-GLOBAL_TENANT = "global"
 TICKET_STATUSES: tuple[str, ...] = ("open", "closed")
 TICKET_VISIBILITIES: tuple[str, ...] = ("tenant", "private")
 #: Longest title and body a write may store.

@@ -18,6 +18,8 @@ from ragplate.catalog.text import parse_span
 DEVELOPER_PERMISSION = "docs.developer"
 #: May name another tenant than their own in application search.
 OPERATOR_PERMISSION = "tenants.operator"
+#: The tenant of the records every tenant sees; no person's.
+GLOBAL_TENANT = "global"
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
 PERMISSION_PATTERN = re.compile(r"^[a-z][a-z0-9_]*([.:][a-z0-9_*]+)*$")
@@ -100,6 +102,18 @@ def check_tenant(tenant: str | None) -> str | None:
     if tenant is not None and not TENANT_PATTERN.fullmatch(tenant):
         raise InvalidInputError(f"tenant {tenant!r} is not valid: letters, digits and "
                                 "_ . : - (1-200 characters)")
+    return tenant
+
+
+def check_person_tenant(tenant: str | None) -> str | None:
+    """A person's tenant: :func:`check_tenant`, and never ``global``, the tenant of the
+    records every tenant shares (writing them needs ``tenants.operator``: a person of
+    ``global`` would write them without it)."""
+    if check_tenant(tenant) == GLOBAL_TENANT:
+        raise InvalidInputError(f"tenant {tenant!r} is the tenant of the records every tenant "
+                                "shares, not a person's: leave --tenant out for a person of "
+                                "no tenant (an operator writes shared records with the "
+                                "tenants.operator permission)")
     return tenant
 
 

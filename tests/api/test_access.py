@@ -154,6 +154,9 @@ def test_application_search_runs_as_the_persons_tenant(
     assert ids(acme, "globex") == (403, [])
     assert ids(nobody, "acme") == (403, [])
     assert ids(operator, "globex") == (200, [str(keys["globex_discount"])])
+    # The shared records alone: narrower than the person's own search, for anyone.
+    assert ids(acme, "global") == (200, [])
+    assert ids(nobody, "global") == (200, [])
 
 
 def test_a_guest_never_reaches_application_search(client: TestClient, engine: sa.Engine

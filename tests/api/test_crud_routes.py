@@ -200,3 +200,75 @@ def test_an_unknown_query_parameter_that_may_be_a_credential_is_not_echoed(
         assert answer.status_code == 422, detail
         assert detail.startswith("an unknown query parameter (its name is not repeated):")
         assert name not in detail
+
+
+def test_a_person_stored_with_the_global_tenant_writes_no_shared_record(
+        client: TestClient, engine: sa.Engine) -> None:
+    """``users create`` refuses the tenant ``global``; a person stored with it before
+    (or by hand) reads the shared records like a person of no tenant, and writes them only
+    with ``tenants.operator``, as such a person does."""
+    from ragplate.catalog.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="'global' is the tenant of the records"):
+        person(engine, *EDITOR, tenant="global")
+    name, headers = person(engine, *EDITOR, *MEMBER, tenant="acme")
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE users SET tenant = 'global' WHERE name = :n"), {"n": name})
+    created = client.post("/app/crud/cms/contents", headers=headers, json={
+        "locale": "en", "title": "Shared notice", "body": "For every tenant.",
+        "status": "published"})
+    assert created.status_code == 403, created.text
+    assert "tenants.operator" in created.json()["detail"]
+    ticket = client.post("/app/crud/sao/tickets", headers=headers,
+                         json={"title": "For everyone", "body": "x"})
+    assert ticket.status_code == 403
+    with engine.connect() as conn:
+        assert conn.execute(sa.text(
+            "SELECT count(*) FROM cms_content_translations WHERE title = 'Shared notice'"
+        )).scalar_one() == 0
+
+
+def test_a_modification_outlives_the_person_who_requested_it(
+        client: TestClient, engine: sa.Engine) -> None:
+    """Deleting a person keeps the modifications they requested: a decided one stays in
+    the trail, a pending one can still be decided (``requested_by`` is then null)."""
+    from ragplate.tasks.people.accounts import delete
+
+    name, member = person(engine, *MEMBER)
+    _, approver = person(engine, *APPROVER)
+    decided = client.post("/app/crud/sao/tickets", headers=member,
+                          json={"title": "Printer jam", "body": "Floor 2."}).json()
+    waiting = client.post("/app/crud/sao/tickets", headers=member,
+                          json={"title": "Badge reader", "body": "Lobby."}).json()
+    approved = client.post(f"/app/crud/approvals/{decided['modification_id']}/approve",
+                           headers=approver)
+    assert approved.status_code == 200, approved.text
+
+    delete(engine, name=name)
+
+    with engine.connect() as conn:
+        rows = {str(r.id): (r.status, r.requested_by) for r in conn.execute(sa.text(
+            "SELECT id, status, requested_by FROM pending_modifications WHERE id IN (:a, :b)"),
+            {"a": decided["modification_id"], "b": waiting["modification_id"]})}
+    assert rows == {decided["modification_id"]: ("approved", None),
+                    waiting["modification_id"]: ("pending", None)}
+    listed = client.get("/app/crud/approvals", headers=approver).json()
+    entry = next(m for m in listed if m["id"] == waiting["modification_id"])
+    assert entry["requested_by"] is None
+    applied = client.post(f"/app/crud/approvals/{waiting['modification_id']}/approve",
+                          headers=approver)
+    assert applied.status_code == 200 and applied.json()["record"]["title"] == "Badge reader"
+
+
+def test_an_error_repeating_what_a_client_sent_never_repeats_a_token(
+        client: TestClient, engine: sa.Engine) -> None:
+    """A token put in a path or an entity name is not sent back in the error's detail."""
+    _, headers = person(engine, *MEMBER)
+    token = headers["Authorization"].removeprefix("Bearer ")
+    for path in (f"/app/crud/sao/tickets/{token}", f"/app/crud/sao/{token}"):
+        answer = client.get(path, headers=headers)
+        assert answer.status_code in (404, 422), answer.text
+        assert token[:12] not in answer.text and "[redacted]" in answer.text
+    searched = client.post("/v1/search", headers=headers,
+                           json={"entity": token, "query": "x", "locale": "en"})
+    assert searched.status_code == 422 and token[:12] not in searched.text

@@ -12,7 +12,7 @@ from ragplate.api.deps import MemberDep, RuntimeDep
 from ragplate.api.errors import AUTH_RESPONSES, ERROR_RESPONSES
 from ragplate.api.fields import SearchText, StrictRequest, TenantText, WholeNumber
 from ragplate.catalog.errors import PermissionDeniedError
-from ragplate.catalog.people import OPERATOR_PERMISSION, Person
+from ragplate.catalog.people import GLOBAL_TENANT, OPERATOR_PERMISSION, Person
 from ragplate.tasks.retrieval.application import search_with_runtime
 
 router = APIRouter(prefix="/v1", tags=["search"])
@@ -87,9 +87,12 @@ class AppSearchResponse(BaseModel):
 
 
 def searched_tenant(person: Person, requested: str | None) -> str | None:
-    """The tenant a search runs as: the person's own; another only for an operator (403)."""
+    """The tenant a search runs as: the person's own; ``global`` (the records every tenant
+    sees: a narrower search, never a wider one); another only for an operator (403)."""
     if requested is None or requested == person.tenant:
         return person.tenant
+    if requested == GLOBAL_TENANT:
+        return requested
     if not person.holds(OPERATOR_PERMISSION):
         raise PermissionDeniedError(
             f"naming another tenant than your own needs the {OPERATOR_PERMISSION} permission")

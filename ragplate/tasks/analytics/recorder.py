@@ -14,8 +14,8 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ragplate.catalog.analytics import GLOBAL_TENANT, check_fields, user_ref
-from ragplate.catalog.people import Person
+from ragplate.catalog.analytics import check_fields, user_ref
+from ragplate.catalog.people import GLOBAL_TENANT, Person
 from ragplate.catalog.settings import Settings
 
 if TYPE_CHECKING:

@@ -10,14 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragplate.catalog.crud import (
-    GLOBAL_TENANT,
-    CrudEntity,
-    Operation,
-    RowScope,
-)
+from ragplate.catalog.crud import CrudEntity, Operation, RowScope
 from ragplate.catalog.errors import NotFoundError, PermissionDeniedError
-from ragplate.catalog.people import OPERATOR_PERMISSION, Person
+from ragplate.catalog.people import GLOBAL_TENANT, OPERATOR_PERMISSION, Person
 
 #: The largest key a record can have (bigint): anything beyond names no record.
 MAX_KEY = 2**63 - 1
@@ -65,8 +60,10 @@ def row_scope(person: Person, entity: CrudEntity) -> RowScope:
 
 def write_tenant(person: Person) -> str:
     """The one tenant ``person`` writes in: their own; a person of no tenant writes global
-    records only as an operator (:class:`PermissionDeniedError` otherwise)."""
-    if person.tenant is not None:
+    records only as an operator (:class:`PermissionDeniedError` otherwise). A person stored
+    with the tenant ``global`` (which ``users create`` refuses) is one of no tenant: the
+    records every tenant shares are never written without the operator's permission."""
+    if person.tenant is not None and person.tenant != GLOBAL_TENANT:
         return person.tenant
     if person.holds(OPERATOR_PERMISSION):
         return GLOBAL_TENANT

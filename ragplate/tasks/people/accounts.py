@@ -23,7 +23,7 @@ from ragplate.catalog.people import (
     check_locale,
     check_name,
     check_permissions,
-    check_tenant,
+    check_person_tenant,
     token_lifetime,
 )
 from ragplate.catalog.settings import Settings
@@ -44,7 +44,7 @@ def create_person(engine: Engine, *, name: str, permissions: list[str] | None = 
     """Add a person; every field is checked before anything is written."""
     checked = check_permissions(list(permissions or []))
     with engine.begin() as conn:
-        return people.insert_person(conn, name=check_name(name), tenant=check_tenant(tenant),
+        return people.insert_person(conn, name=check_name(name), tenant=check_person_tenant(tenant),
                                     locale=check_locale(locale), permissions=checked,
                                     is_guest=is_guest)
 
