@@ -279,8 +279,9 @@ pending_modifications = sa.Table(
     sa.Column("operation", sa.Text, nullable=False),
     sa.Column("payload", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
     sa.Column("payload_sha256", sa.Text, nullable=False),
-    sa.Column("requested_by", sa.BigInteger, sa.ForeignKey("users.id", ondelete="CASCADE"),
-              nullable=False),
+    # NULL once the person who requested it is deleted (migration 0015): the trail stays.
+    sa.Column("requested_by", sa.BigInteger, sa.ForeignKey("users.id", ondelete="SET NULL"),
+              nullable=True),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("status", sa.Text, nullable=False, server_default="pending"),
     sa.Column("decided_by", sa.BigInteger, nullable=True),

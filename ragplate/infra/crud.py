@@ -184,7 +184,8 @@ def delete_record(conn: Connection, entity: str, key: int) -> bool:
 def _modification(row: Any) -> dict[str, Any]:
     return {"id": str(row.id), "entity": row.entity, "record_key": row.record_key,
             "operation": row.operation, "payload": row.payload,
-            "payload_sha256": row.payload_sha256, "requested_by": int(row.requested_by),
+            "payload_sha256": row.payload_sha256,
+            "requested_by": None if row.requested_by is None else int(row.requested_by),
             "tenant": row.tenant, "status": row.status,
             "decided_by": None if row.decided_by is None else int(row.decided_by),
             "decided_at": None if row.decided_at is None else row.decided_at.isoformat(),
@@ -219,7 +220,7 @@ def list_modifications(conn: Connection, *, entities: list[str], tenant: str,
     """Pending modifications of these entities and tenant, oldest first."""
     sql = ("SELECT * FROM pending_modifications WHERE status = 'pending' "
            "AND entity = ANY(CAST(:entities AS text[])) AND tenant = :tenant "
-           "AND (CAST(:me AS bigint) IS NULL OR requested_by <> :me) "
+           "AND (CAST(:me AS bigint) IS NULL OR requested_by IS DISTINCT FROM :me) "
            "ORDER BY created_at, id LIMIT :limit")
     rows = conn.execute(sa.text(sql), {"entities": entities, "tenant": tenant,
                                        "me": exclude_requester, "limit": limit})

@@ -59,7 +59,7 @@ class ModificationOut(BaseModel):
     operation: Literal["create", "update", "delete"]
     payload: dict[str, Any]
     payload_sha256: str
-    requested_by: int
+    requested_by: int | None = Field(description="null once that person was deleted.")
     tenant: str
     status: Literal["pending", "approved", "disapproved"]
     decided_by: int | None
