@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from ragplate.catalog.errors import InvalidInputError, UnknownUserError
-from ragplate.catalog.people import TOKEN_HINT_CHARS, Person
+from ragplate.catalog.people import OPERATOR_PERMISSION, TOKEN_HINT_CHARS, Person
 from ragplate.catalog.schema import api_tokens, users
 
 
@@ -94,9 +94,13 @@ def check_token(conn: sa.Connection, token: str) -> TokenCheck:
     query, by the database's clock: fail closed, anything but a true ``expires_at > now()``
     (an expiry at this instant, or none) is expired."""
     live = sa.func.coalesce(api_tokens.c.expires_at > sa.func.now(), sa.false())
+    operator = users.alias("operator")
     row = conn.execute(
-        sa.select(users, api_tokens.c.impersonated_by, live.label("live"))
+        sa.select(users, api_tokens.c.impersonated_by, live.label("live"),
+                  operator.c.permissions.label("operator_permissions"),
+                  operator.c.is_guest.label("operator_is_guest"))
         .join(api_tokens, api_tokens.c.user_id == users.c.id)
+        .outerjoin(operator, operator.c.id == api_tokens.c.impersonated_by)
         .where(api_tokens.c.token_hash == token_hash(token), api_tokens.c.revoked_at.is_(None))
     ).one_or_none()
     if row is None:
@@ -105,6 +109,11 @@ def check_token(conn: sa.Connection, token: str) -> TokenCheck:
         return TokenCheck("expired")
     person = _person(row)
     if row.impersonated_by is not None:
+        # Acting as someone is the operator's permission, checked at every use: an operator
+        # who lost it (or was deleted) no longer acts as anyone, whatever tokens they hold.
+        if (OPERATOR_PERMISSION not in (row.operator_permissions or ())
+                or row.operator_is_guest is not False):
+            return TokenCheck("unknown")
         person = replace(person, impersonated_by=int(row.impersonated_by))
     return TokenCheck("live", person)
 

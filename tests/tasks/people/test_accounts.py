@@ -177,6 +177,30 @@ def test_revoking_an_operator_ends_the_tokens_they_hold_to_act_as_someone(
     assert accounts.authenticate(engine, f"Bearer {own.token}").name == name
 
 
+def test_a_token_acting_as_someone_ends_when_its_operator_loses_the_permission(
+        engine: sa.Engine) -> None:
+    """The operator's permission is checked at every use of a token acting as someone,
+    not only when it was issued: taken away, or the operator made a guest, it is refused."""
+    name, operator = unique("acted"), unique("operator")
+    accounts.create_person(engine, name=name)
+    accounts.create_person(engine, name=operator, permissions=[OPERATOR_PERMISSION])
+    acting = accounts.issue(engine, name=name, impersonated_by=operator)
+    own = accounts.issue(engine, name=name)
+    assert accounts.authenticate(engine, f"Bearer {acting.token}").name == name
+
+    for change in ("permissions = '{}'", "is_guest = true"):
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"UPDATE users SET {change} WHERE name = :n"), {"n": operator})
+        with pytest.raises(AuthenticationError, match="unknown or revoked"):
+            accounts.authenticate(engine, f"Bearer {acting.token}")
+        with engine.begin() as conn:
+            conn.execute(sa.text("UPDATE users SET permissions = :p, is_guest = false "
+                                 "WHERE name = :n"),
+                         {"p": [OPERATOR_PERMISSION], "n": operator})
+        assert accounts.authenticate(engine, f"Bearer {acting.token}").name == name
+    assert accounts.authenticate(engine, f"Bearer {own.token}").name == name
+
+
 def test_a_bad_expires_in_is_refused_before_anything_is_written(engine: sa.Engine) -> None:
     name = unique("nope")
     accounts.create_person(engine, name=name)
