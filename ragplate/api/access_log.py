@@ -43,6 +43,13 @@ def holds_token(text: str) -> bool:
     return _TOKEN.search(text) is not None or _TOKEN.search(unquote_plus(text)) is not None
 
 
+def without_tokens(text: str) -> str:
+    """``text`` with every ``rp_`` token in it, whole or cut short, ``[redacted]``: an error
+    repeating a value a client sent (a path's record key, an entity name) never repeats a
+    token put in the wrong place."""
+    return _TOKEN.sub(REDACTED, text)
+
+
 #: A name an error may repeat: letters joined by ``_ . -``, an optional ``[]``, at most 32
 #: characters. No digit: a name with one (``ghp_…``, ``AKIA…``, ``hunter2``) may be a secret
 #: a client put in the wrong place, and errors are not a place to repeat it.

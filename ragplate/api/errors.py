@@ -25,7 +25,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from ragplate.api.access_log import repeatable
+from ragplate.api.access_log import repeatable, without_tokens
 from ragplate.catalog.errors import RagplateError
 from ragplate.catalog.text import without_paths
 from ragplate.infra.database import CONNECTION_ERRORS, connection_lost
@@ -61,8 +61,9 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 def public_detail(exc: RagplateError) -> str:
     """What a response says of an error: its message, without file system paths when the
-    server is at fault (a 5xx)."""
-    return without_paths(str(exc)) if exc.http_status >= 500 else str(exc)
+    server is at fault (a 5xx), and never with a bearer token in it (an error naming the
+    record key or entity a client sent would repeat a token sent there)."""
+    return without_tokens(without_paths(str(exc)) if exc.http_status >= 500 else str(exc))
 
 
 def error_response(status: int, detail: Any) -> JSONResponse:
@@ -179,7 +180,8 @@ def install_error_handlers(app: FastAPI) -> None:
         if (exc.status_code == 400 and detail == _UNPARSED  # FastAPI's words for any failure
                 and isinstance(exc.__cause__, UnicodeDecodeError)):
             detail = "the body cannot be read: JSON must be UTF-8 text"
-        response = error_response(exc.status_code, detail)
+        response = error_response(exc.status_code, without_tokens(detail)
+                                  if isinstance(detail, str) else detail)
         response.headers.update(exc.headers or {})
         if exc.status_code == 405:
             # Starlette names the methods of the first route of the path only; a path with
