@@ -55,9 +55,11 @@ PersonDep = Annotated[Person, Depends(get_person)]
 
 
 def get_member(person: PersonDep) -> Person:
-    """A person who may use the assistant and application search: a guest may not (403)."""
+    """A person who may use the assistant, application search and application data: a
+    guest may not (403)."""
     if person.is_guest:
-        raise PermissionDeniedError("a guest cannot use the assistant or application search")
+        raise PermissionDeniedError("a guest cannot use the assistant, application search or "
+                                    "application data")
     return person
 
 

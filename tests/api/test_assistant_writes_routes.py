@@ -111,6 +111,10 @@ def test_someone_elses_proposal_is_a_404_and_a_bad_key_a_422(
     bad = client.post(f"{BASE}/{write['id']}/confirm",
                       headers={**owner, "Idempotency-Key": "two words"})
     assert bad.status_code == 422 and "Idempotency-Key" in bad.text
+    # Two keys: which one a proxy reads differs, so the decision is not taken.
+    two = client.post(f"{BASE}/{write['id']}/confirm", headers=[
+        *owner.items(), ("Idempotency-Key", "first"), ("Idempotency-Key", "second")])
+    assert two.status_code == 422 and "more than one Idempotency-Key" in two.text
     assert client.get(f"{BASE}/{write['id']}", headers=owner).json()["status"] == "proposed"
     guest = bearer(engine, permissions=(), is_guest=True)
     assert client.post(f"{BASE}/{write['id']}/confirm", headers=guest).status_code == 403

@@ -12,11 +12,12 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Response
+from fastapi import APIRouter, Depends, Header, Request, Response
 from pydantic import BaseModel, Field
 
 from ragplate.api.deps import CrudDep, KnownQuery, MemberDep, RuntimeDep
 from ragplate.api.errors import AUTH_RESPONSES, ERROR_RESPONSES, ErrorBody
+from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.writes import MAX_IDEMPOTENCY_KEY_CHARS
 from ragplate.tasks.writes import confirm
 
@@ -56,10 +57,19 @@ class ProposalOut(BaseModel):
     message_id: str
 
 
-IdempotencyKey = Annotated[str | None, Header(
-    alias="Idempotency-Key", min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS,
-    pattern=r"^[!-~]+$", description="A client's key for this decision (1 to 255 visible "
-    "ASCII characters); a repeat answers the first decision.")]
+def idempotency_key(request: Request, key: Annotated[str | None, Header(
+        alias="Idempotency-Key", min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS,
+        pattern=r"^[!-~]+$", description="A client's key for this decision (1 to 255 "
+        "visible ASCII characters); a repeat answers the first decision.")] = None,
+                    ) -> str | None:
+    """The request's one ``Idempotency-Key``: two are a 422, since which one a proxy or a
+    server reads differs, and a replay must be recognised for certain."""
+    if len(request.headers.getlist("idempotency-key")) > 1:
+        raise InvalidInputError("more than one Idempotency-Key header: send one")
+    return key
+
+
+IdempotencyKey = Annotated[str | None, Depends(idempotency_key)]
 
 
 @router.get("/{proposal}", response_model=ProposalOut, responses=RESPONSES)
