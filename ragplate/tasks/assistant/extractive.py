@@ -5,7 +5,12 @@ Sentences are taken from the prose of the evidence (headings, code, tables and l
 markers left out), scored by the question's words they hold (each word weighed by how rare
 it is among the evidence's sentences, stems in the evidence's language) plus a little for
 their source's rank, and the best few are kept in their sources' order. A question none of
-whose words any sentence holds gets no answer: the evidence does not support one.
+whose words any sentence holds gets no answer: the evidence does not support one. Nor does
+a sentence holding only one of its words answer it unless it is near the question in
+meaning (its similarity reaches the evidence floor, as its chunk's did): an everyday
+question shares a word with a page by chance. A sentence that is only part of one (it
+starts in lower case, or leaves a parenthesis open) is never quoted; a list item going on
+from the sentence that introduces its list is quoted after it.
 
 A question that names a setting (an upper-case name with an underscore, ``RAGPLATE_APP_KEY``)
 asks about that setting: only sentences that name it are quoted, and the answer names every
@@ -26,7 +31,12 @@ from dataclasses import dataclass
 
 from ragplate.catalog.text_search import language
 from ragplate.infra.stores.lexical import tokens
-from ragplate.tasks.assistant.markdown_text import LIST_ITEM, SENTENCE_END, plain
+from ragplate.tasks.assistant.markdown_text import (
+    LIST_ITEM,
+    SENTENCE_END,
+    list_introduction,
+    plain,
+)
 from ragplate.tasks.assistant.setting_lines import SETTING_NAME, named_in, setting_lines
 from ragplate.tasks.retrieval.documentation import Hit
 
@@ -64,16 +74,19 @@ def prose_sentences(text: str) -> list[str]:
     """The sentences of a chunk's prose: no headings, code blocks, tables or bare list
     markers; Markdown emphasis and links reduced to their words."""
     text = _FENCE.sub(" ", text)
+    lines = [line.strip() for line in text.splitlines()]
     kept: list[str] = []
-    for line in text.splitlines():
-        stripped = line.strip()
+    for index, stripped in enumerate(lines):
         if not stripped or stripped.startswith(("#", "|", ">", "<!--", "---")):
             kept.append("\n")
             continue
-        item = LIST_ITEM.sub("", stripped)
-        if item != stripped:  # a list item is its own paragraph, never glued to the last
+        item = plain(LIST_ITEM.sub("", stripped))
+        if item != plain(stripped):  # a list item is its own paragraph, never glued to the last
             kept.append("\n")
-        kept.append(plain(item))
+            if item[:1].islower():  # it goes on from the sentence introducing the list
+                lead = list_introduction(lines, index)
+                item = f"{lead} {item}" if lead else item
+        kept.append(item)
     paragraphs = re.split(r"\n\s*\n|\n(?=\S)", " ".join(kept).replace(" \n ", "\n\n"))
     sentences = []
     for paragraph in paragraphs:
@@ -82,12 +95,20 @@ def prose_sentences(text: str) -> list[str]:
             words = len(sentence.split())
             # A sentence ending in a colon introduces a list the answer would not show.
             if (MIN_WORDS <= words <= MAX_WORDS and sentence[-1:] in ".!?)"
-                    and not _mostly_code(sentence)):
+                    and not _fragment(sentence) and not _mostly_code(sentence)):
                 sentences.append(sentence)
     return sentences
 
 
 _CODE_SPAN = re.compile(r"`[^`]*`")
+
+
+def _fragment(sentence: str) -> bool:
+    """Whether ``sentence`` is only part of one: it starts in lower case (a chunk starting
+    inside a sentence, a list item without the sentence it goes on from, the words after a
+    code block) or opens or closes a parenthesis it does not close or open (cut at an
+    "e.g.")."""
+    return sentence[:1].islower() or sentence.count("(") != sentence.count(")")
 
 
 def _mostly_code(sentence: str) -> bool:
@@ -100,12 +121,17 @@ def _mostly_code(sentence: str) -> bool:
 
 def extract(question: str, hits: list[Hit], *, locale: str | None,
             passages: dict[int, list[str]] | None = None,
-            quotable: Callable[[str], bool] = lambda _: True) -> Extract:
+            quotable: Callable[[str], bool] = lambda _: True,
+            similarity: Callable[[list[str]], list[float]] | None = None,
+            min_similarity: float = 0.0) -> Extract:
     """The best sentences of ``hits`` for ``question`` (none when no sentence holds a word
     of the question). ``passages`` gives more chunks of a hit's source under its label
     (``{hit index: [texts]}``); a hit without them is read from its own chunk.
     ``quotable`` tells which lines stating a setting may be quoted (the output policy's
-    verdict: an end user's answer holds no ``NAME=value``, no answer a secret)."""
+    verdict: an end user's answer holds no ``NAME=value``, no answer a secret).
+    ``similarity`` gives the question's similarity with each of some texts: a sentence
+    holding fewer than :data:`MIN_SHARED_TERMS` of the question's words is quoted only
+    when it reaches ``min_similarity`` (see :func:`_near_enough`)."""
     candidates: list[tuple[int, int, str, set[str]]] = []  # hit rank, position, text, terms
     nearest: set[tuple[int, str]] = set()  # the sentences of each hit's best chunk
     named = set(SETTING_NAME.findall(question))
@@ -159,12 +185,15 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
     scored = sorted(((scores[(c[0], c[1])], c) for c in candidates
                      if asked & c[3] and (not named or naming(c[2]))),
                     key=lambda sc: (-sc[0], sc[1][0], sc[1][1]))
-    if not scored:
-        return Extract([], [])
     # For a setting asked of, the sentence after the best one is quoted only if it names
     # the setting too: the next one may already describe another setting or section.
-    chosen = _choose(scored, {(c[0], c[1]): c for c in candidates
-                              if not named or naming(c[2])})
+    places = {(c[0], c[1]): c for c in candidates if not named or naming(c[2])}
+    # A question naming a setting has its own check: every quoted sentence names it.
+    if similarity is not None and min_similarity > 0 and not named:
+        scored, places = _near_enough(scored, places, asked, similarity, min_similarity)
+    if not scored:
+        return Extract([], [])
+    chosen = _choose(scored, places)
     if named and not named <= {n for c in chosen for n in naming(c[2])}:
         return Extract([], [])  # the evidence does not name every setting asked of
     order: list[int] = []
@@ -176,6 +205,38 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
 
 
 Candidate = tuple[int, int, str, set[str]]
+
+#: A sentence holding this many of the question's words is about it; one holding fewer
+#: must be near it in meaning.
+MIN_SHARED_TERMS = 2
+#: The best-scored sentences checked for meaning: more than the answer could quote.
+NEAR_POOL = 8
+
+
+def _near_enough(scored: list[tuple[float, Candidate]],
+                 places: dict[tuple[int, int], Candidate], asked: set[str],
+                 similarity: Callable[[list[str]], list[float]], floor: float,
+                 ) -> tuple[list[tuple[float, Candidate]], dict[tuple[int, int], Candidate]]:
+    """The best :data:`NEAR_POOL` scored sentences, and the places of those and of the
+    sentences following them, that are about the question: they hold
+    :data:`MIN_SHARED_TERMS` of its words, or their similarity with it reaches ``floor``.
+    An everyday question shares a word with a page by chance ("Is it safe to cook chicken
+    straight from frozen?" and "It is safe to run with nothing configured"); the sentence
+    holding it is not about the question, which its meaning shows."""
+    def shares(candidate: Candidate) -> bool:
+        return len(asked & candidate[3]) >= MIN_SHARED_TERMS
+
+    pool = scored[:NEAR_POOL]
+    keys = [key for _s, c in pool for key in ((c[0], c[1]), (c[0], c[1] + 1))]
+    unsure = [key for key in dict.fromkeys(keys) if key in places and not shares(places[key])]
+    near = dict(zip(unsure, similarity([places[key][2] for key in unsure]), strict=True)
+                ) if unsure else {}
+
+    def about(key: tuple[int, int]) -> bool:
+        return key in places and (shares(places[key]) or near.get(key, -1.0) >= floor)
+
+    kept = [(s, c) for s, c in pool if about((c[0], c[1]))]
+    return kept, {key: places[key] for key in dict.fromkeys(keys) if about(key)}
 
 
 def _choose(scored: list[tuple[float, Candidate]], by_place: dict[tuple[int, int], Candidate]

@@ -25,3 +25,29 @@ def plain(text: str) -> str:
 def without_comments(text: str) -> str:
     """``text`` without its HTML comments (an unclosed one runs to the end)."""
     return _COMMENT.sub(" ", text)
+
+
+def list_introduction(lines: list[str], index: int) -> str | None:
+    """The sentence ending in a colon that introduces the list holding line ``index``:
+    above the items before it (and a blank line), if there is one."""
+    above = index - 1
+    while above >= 0 and lines[above] and not lines[above].endswith(":"):
+        above -= 1
+    if above >= 1 and not lines[above]:
+        above -= 1  # "… when a source:", a blank line, then the list
+    if above < 0 or not lines[above].endswith(":"):
+        return None
+    return introduction(lines[:above + 1])
+
+
+def introduction(before: list[str]) -> str | None:
+    """The last sentence of ``before`` when it introduces what follows (a code block or a
+    list: it ends in a colon)."""
+    for line in reversed(before):
+        if not line:
+            continue
+        if line.startswith(("#", "|", ">", "```", "~~~")):
+            return None
+        sentence = SENTENCE_END.split(plain(LIST_ITEM.sub("", line)).strip())[-1]
+        return " ".join(sentence.split()) if sentence.endswith(":") else None
+    return None

@@ -17,7 +17,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ragplate.tasks.assistant.markdown_text import LIST_ITEM, SENTENCE_END, plain, without_comments
+from ragplate.tasks.assistant.markdown_text import (
+    LIST_ITEM,
+    introduction,
+    list_introduction,
+    plain,
+    without_comments,
+)
 
 #: A setting's name: upper-case words joined by underscores (``AI_FAQ_VECTOR_STORE``, a
 #: nested ``RAGPLATE_SERVERS__CHAT__URL``), also as a shell writes it (``$APP_KEY``).
@@ -69,7 +75,7 @@ def setting_lines(text: str, asked: set[str]) -> list[SettingLine]:
     for index, line in enumerate(lines):
         if _FENCE.match(line):
             in_code = not in_code
-            intro = _introduction(lines[:index]) if in_code else None
+            intro = introduction(lines[:index]) if in_code else None
             continue
         assignment = _ASSIGNMENT.match(line)
         if in_code or assignment:
@@ -101,36 +107,10 @@ def setting_lines(text: str, asked: set[str]) -> list[SettingLine]:
         if names and not quoted.endswith((".", "!", "?", ")")):
             quoted = quoted.rstrip(";,").rstrip()  # the list's separators, not its words
             if quoted[:1].islower():  # it goes on from the sentence introducing the list
-                lead = _list_introduction(lines, index)
+                lead = list_introduction(lines, index)
                 quoted = f"{lead} {quoted}" if lead else quoted
             found.append(SettingLine(quoted, frozenset(names)))
     return [line for line in found if len(line.text) <= MAX_CHARS]
-
-
-def _list_introduction(lines: list[str], index: int) -> str | None:
-    """The sentence ending in a colon that introduces the list holding line ``index``:
-    above the items before it (and a blank line), if there is one."""
-    above = index - 1
-    while above >= 0 and lines[above] and not lines[above].endswith(":"):
-        above -= 1
-    if above >= 1 and not lines[above]:
-        above -= 1  # "… when a source:", a blank line, then the list
-    if above < 0 or not lines[above].endswith(":"):
-        return None
-    return _introduction(lines[:above + 1])
-
-
-def _introduction(before: list[str]) -> str | None:
-    """The last sentence of ``before`` when it introduces what follows (a code block or a
-    list: it ends in a colon)."""
-    for line in reversed(before):
-        if not line:
-            continue
-        if line.startswith(("#", "|", ">", "```", "~~~")):
-            return None
-        sentence = SENTENCE_END.split(plain(LIST_ITEM.sub("", line)).strip())[-1]
-        return " ".join(sentence.split()) if sentence.endswith(":") else None
-    return None
 
 
 def _cells(row: str) -> list[str]:

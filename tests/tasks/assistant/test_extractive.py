@@ -3,7 +3,12 @@ decide, each sentence cites its source."""
 
 from __future__ import annotations
 
-from ragplate.tasks.assistant.extractive import compose, extract, prose_sentences
+from ragplate.tasks.assistant.extractive import (
+    MIN_SHARED_TERMS,
+    compose,
+    extract,
+    prose_sentences,
+)
 from ragplate.tasks.assistant.scope import requested_module
 from ragplate.tasks.retrieval.documentation import Hit
 
@@ -28,12 +33,24 @@ def test_a_list_item_is_never_glued_to_the_one_before_it() -> None:
             "variable replaces that default.\n- plus every directory listed in the path "
             "variable.\n  Each one gets its own prefix.\n1. then the numbered step reads on.")
 
+    # An item starting in lower case goes on from the sentence introducing the list.
     assert prose_sentences(text) == [
-        "the default root is the docs folder of the project.",
+        "Roots: the default root is the docs folder of the project.",
         "Setting the variable replaces that default.",
-        "plus every directory listed in the path variable.",
+        "Roots: plus every directory listed in the path variable.",
         "Each one gets its own prefix.",  # a continuation line stays in its item
-        "then the numbered step reads on."]
+        "Roots: then the numbered step reads on."]
+
+
+def test_part_of_a_sentence_is_never_quoted() -> None:
+    """A chunk starting inside a sentence, a list item with no sentence introducing it,
+    the words after a code block, a sentence cut at an "e.g.": none reads on its own."""
+    text = ("these documents from the records and their vectors. The index keeps one row "
+            "per source.\n\n- only when the flag is set on the command line\n\n```\nx\n```"
+            "\nwhere the value is counted in bytes.\n\nGive each test file a uniquely named "
+            "helper (e.g. `fixtureFor`) so that no two helpers clash.")
+
+    assert prose_sentences(text) == ["The index keeps one row per source."]
 
 
 def test_the_sentences_holding_the_questions_words_are_chosen_and_cited() -> None:
@@ -196,3 +213,33 @@ def test_a_question_naming_a_setting_is_answered_only_by_sentences_naming_it() -
     # Without a setting's name the question's words decide, as before.
     assert extract("What does the embedding server read on every call?", hits[:1],
                    locale="en").sentences
+
+
+def test_a_sentence_sharing_one_word_is_quoted_only_when_near_the_question() -> None:
+    """The similarity decides for a sentence holding one of the question's words; one
+    holding two is about the question whatever its similarity, and is never measured."""
+    asked: list[str] = []
+
+    def similarity(texts: list[str]) -> list[float]:
+        asked.extend(texts)
+        return [0.9 if "logs" in t else 0.7 for t in texts]
+
+    safe = [hit("Bindings", "It is safe to run with nothing configured at all.")]
+    assert extract("Is it safe to cook chicken straight from frozen?", safe, locale="en",
+                   similarity=similarity, min_similarity=0.82).sentences == []
+    assert asked == ["It is safe to run with nothing configured at all."]
+    # Without the check, the one shared word is enough.
+    assert extract("Is it safe to cook chicken straight from frozen?", safe,
+                   locale="en").sentences != []
+
+    logs = [hit("Logs", "The embedded services write their logs under the home directory.")]
+    chosen = extract("Where are log files kept?", logs, locale="en", similarity=similarity,
+                     min_similarity=0.82)
+    assert [s.text for s in chosen.sentences] == [
+        "The embedded services write their logs under the home directory."]
+
+    asked.clear()
+    assert MIN_SHARED_TERMS == 2
+    shared = extract("Which services write logs?", logs, locale="en", similarity=similarity,
+                     min_similarity=0.99)
+    assert len(shared.sentences) == 1 and asked == []
