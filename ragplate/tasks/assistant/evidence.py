@@ -4,10 +4,12 @@ block for the chat model."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ragplate.infra.models.base import Embedder
 from ragplate.infra.stores.base import DocumentStore, SearchFilters
 from ragplate.tasks.assistant.screening import screen
 from ragplate.tasks.retrieval.documentation import Hit
@@ -70,3 +72,14 @@ def source_passages(store: DocumentStore, vector: np.ndarray, hits: list[Hit], *
                     texts.append(chunk.text)
         passages[index] = texts[:DEEP_CHUNKS]
     return passages
+
+
+def similarities(embedder: Embedder, question: str) -> Callable[[list[str]], list[float]]:
+    """The cosine similarity of ``question`` with each of some texts, embedded as passages
+    by ``embedder`` (the question's vector is the one retrieval used, when it remembers)."""
+    def measure(texts: list[str]) -> list[float]:
+        query = np.asarray(embedder.embed_query(question), dtype=np.float64)
+        passages = np.asarray(embedder.embed_passages(texts), dtype=np.float64)
+        norms = np.linalg.norm(passages, axis=1) * np.linalg.norm(query)
+        return [float(x) for x in (passages @ query) / np.where(norms == 0, 1.0, norms)]
+    return measure

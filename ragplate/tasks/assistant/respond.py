@@ -36,7 +36,7 @@ from ragplate.tasks.assistant.completion import (
     renumber,
 )
 from ragplate.tasks.assistant.coverage import question_coverage
-from ragplate.tasks.assistant.evidence import build_evidence
+from ragplate.tasks.assistant.evidence import build_evidence, similarities
 from ragplate.tasks.assistant.extractive import MAX_SOURCES, compose, extract
 from ragplate.tasks.assistant.guard import RememberingEmbedder, screen_message
 from ragplate.tasks.assistant.output_policy import check_output
@@ -143,7 +143,7 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
         *([data] if data is not None else []), _ui_proposals(policy, context)]
     turn = _complete(policy, locale, text_in, evidence.hits, meta, evidence, chat,
                      lambda: sources.passages(policy, access, text_in, evidence.hits),
-                     toolsets)
+                     toolsets, similarity=similarities(sources.embedder, text_in))
     turn.data = data
     if turn.status in ("answered", "clarification"):  # the model's own words
         on_phase("validating_output")
@@ -201,7 +201,8 @@ def _abstention(locale: str, meta: dict[str, Any], **more: Any) -> Turn:
 def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
               meta: dict[str, Any], evidence: Any, chat: ChatModel | None,
               passages: Callable[[], dict[int, list[str]]],
-              toolsets: list[Toolset] | None = None) -> Turn:
+              toolsets: list[Toolset] | None = None,
+              similarity: Callable[[list[str]], list[float]] | None = None) -> Turn:
     toolsets = toolsets or []
     tools = _admitted(policy, toolsets)
     if not hits and not tools:
@@ -231,11 +232,13 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
                 return _abstention(locale, meta)
         # A line stating a setting is no prose: quoted only where the output policy would
         # let it through (an end user's answer holds no NAME=value), so that one line cannot
-        # turn the whole answer into a refusal.
+        # turn the whole answer into a refusal. A sentence sharing a word or two with the
+        # question by chance must reach the evidence's own floor, as its chunk did.
         chosen = extract(question, hits, locale=locale, passages=passages(),
                          quotable=lambda line: check_output(
                              line, end_user=policy.profile.end_user,
-                             max_chars=len(line)).allowed)
+                             max_chars=len(line)).allowed,
+                         similarity=similarity, min_similarity=policy.min_similarity)
         if not chosen.sentences:
             return _abstention(locale, meta)
         answer = compose(chosen, framing=text(locale, "framing"))
