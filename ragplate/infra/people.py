@@ -89,6 +89,12 @@ def person_by_name(conn: sa.Connection, name: str) -> Person:
     return _person(row)
 
 
+def person_by_id(conn: sa.Connection, person_id: int) -> Person | None:
+    """The person with id ``person_id``, or ``None`` (deleted, or never there)."""
+    row = conn.execute(sa.select(users).where(users.c.id == person_id)).one_or_none()
+    return None if row is None else _person(row)
+
+
 def check_token(conn: sa.Connection, token: str) -> TokenCheck:
     """Whether ``token`` is live, and whose it is only then. Liveness is decided in the
     query, by the database's clock: fail closed, anything but a true ``expires_at > now()``

@@ -230,8 +230,9 @@ def test_a_person_stored_with_the_global_tenant_writes_no_shared_record(
 
 def test_a_modification_outlives_the_person_who_requested_it(
         client: TestClient, engine: sa.Engine) -> None:
-    """Deleting a person keeps the modifications they requested: a decided one stays in
-    the trail, a pending one can still be decided (``requested_by`` is then null)."""
+    """Deleting a person keeps the modifications they requested (``requested_by`` is then
+    null): a decided one stays in the trail, a pending one is listed and can be
+    disapproved, never applied (nobody holds the authority it was requested with)."""
     from ragplate.tasks.people.accounts import delete
 
     name, member = person(engine, *MEMBER)
@@ -255,9 +256,53 @@ def test_a_modification_outlives_the_person_who_requested_it(
     listed = client.get("/app/crud/approvals", headers=approver).json()
     entry = next(m for m in listed if m["id"] == waiting["modification_id"])
     assert entry["requested_by"] is None
-    applied = client.post(f"/app/crud/approvals/{waiting['modification_id']}/approve",
+    refused = client.post(f"/app/crud/approvals/{waiting['modification_id']}/approve",
                           headers=approver)
-    assert applied.status_code == 200 and applied.json()["record"]["title"] == "Badge reader"
+    assert refused.status_code == 403 and "no longer exists" in refused.json()["detail"]
+    dropped = client.post(f"/app/crud/approvals/{waiting['modification_id']}/disapprove",
+                          headers=approver)
+    assert dropped.status_code == 200 and dropped.json()["status"] == "disapproved"
+
+
+def test_a_modification_is_applied_only_while_its_requester_may_make_it(
+        client: TestClient, engine: sa.Engine) -> None:
+    """An approval applies a change with its requester's authority as it stands: one who
+    lost the permission, or no longer sees the record, leaves it to be disapproved, and
+    nothing is written."""
+    name, member = person(engine, *MEMBER)
+    _, approver = person(engine, *APPROVER)
+    created = client.post("/app/crud/sao/tickets", headers=member,
+                          json={"title": "Projector", "body": "Room 4."}).json()
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE users SET permissions = :p WHERE name = :n"),
+                     {"p": ["sao.tickets.read"], "n": name})
+    refused = client.post(f"/app/crud/approvals/{created['modification_id']}/approve",
+                          headers=approver)
+    assert refused.status_code == 403 and "sao.tickets.create" in refused.json()["detail"]
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE users SET permissions = :p WHERE name = :n"),
+                     {"p": list(MEMBER), "n": name})
+        assert conn.execute(sa.text("SELECT count(*) FROM sao_tickets WHERE title = "
+                                    "'Projector'")).scalar_one() == 0
+
+    # The member asks to close a ticket an approver then makes private: out of their sight.
+    key = client.post("/app/crud/sao/tickets", headers=approver,
+                      json={"title": "Heating", "body": "Floor 3."}).json()["record"]["id"]
+    asked = client.patch(f"/app/crud/sao/tickets/{key}", headers=member,
+                         json={"status": "closed"}).json()
+    assert asked["status"] == "pending_approval"
+    hidden = client.patch(f"/app/crud/sao/tickets/{key}", headers=approver,
+                          json={"visibility": "private"})
+    assert hidden.status_code == 200
+    refused = client.post(f"/app/crud/approvals/{asked['modification_id']}/approve",
+                          headers=approver)
+    assert refused.status_code == 403 and "no longer sees" in refused.json()["detail"]
+    ticket = client.get(f"/app/crud/sao/tickets/{key}", headers=approver).json()
+    assert ticket["status"] == "open"
+    # Still the requester's authority: the first one now applies as it was asked.
+    applied = client.post(f"/app/crud/approvals/{created['modification_id']}/approve",
+                          headers=approver)
+    assert applied.status_code == 200 and applied.json()["record"]["title"] == "Projector"
 
 
 def test_an_error_repeating_what_a_client_sent_never_repeats_a_token(

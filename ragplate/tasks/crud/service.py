@@ -40,6 +40,7 @@ from ragplate.catalog.errors import InvalidInputError, NotFoundError, Permission
 from ragplate.catalog.people import LOCALE_PATTERN, Person
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.infra import crud as crud_sql
+from ragplate.infra import people as people_sql
 from ragplate.tasks.crud import acl
 from ragplate.tasks.crud.embedding import (
     EmbedderFor,
@@ -189,6 +190,7 @@ class CrudService:
             mod = crud_sql.read_modification(conn, modification_id, lock=True)
             spec = self._decidable(person, mod, modification_id)
             assert mod is not None
+            self._requester_may(conn, spec, mod)
             operation: Operation = mod["operation"]
             values = (validate(spec, operation, mod["payload"])
                       if operation in ("create", "update") else {})
@@ -244,6 +246,35 @@ class CrudService:
             raise AlreadyDecidedError(f"modification {modification_id} is already "
                                       f"{mod['status']}")
         return spec
+
+    @staticmethod
+    def _requester_may(conn: Connection, spec: CrudEntity, mod: dict[str, Any]) -> None:
+        """:class:`PermissionDeniedError` unless the person who requested ``mod`` may still
+        make it: an approval applies a change with its requester's authority as it stands
+        now (as a confirmed assistant write is checked again when confirmed). A requester
+        deleted, made a guest, moved to another tenant, without the operation's permission,
+        or no longer seeing the target record, leaves the modification to be disapproved."""
+        operation: Operation = mod["operation"]
+        requester = (None if mod["requested_by"] is None
+                     else people_sql.person_by_id(conn, mod["requested_by"]))
+        if requester is None:
+            raise PermissionDeniedError("the person who requested this modification no longer "
+                                        "exists: disapprove it")
+        permission = spec.permission(operation)
+        try:
+            tenant: str | None = acl.write_tenant(requester)
+        except PermissionDeniedError:
+            tenant = None  # writes in no tenant now
+        if requester.is_guest or not requester.holds(permission) or tenant != mod["tenant"]:
+            raise PermissionDeniedError(
+                f"{requester.name}, who requested this modification, may no longer make it "
+                f"({permission} in tenant {mod['tenant']!r}): disapprove it")
+        number = None if mod["record_key"] is None else int(mod["record_key"])
+        if number is not None and crud_sql.read_record(
+                conn, spec.name, number, acl.row_scope(requester, spec)) is None:
+            raise PermissionDeniedError(
+                f"{requester.name}, who requested this modification, no longer sees the "
+                f"{spec.name} record {number}: disapprove it")
 
     # -- the writes themselves -----------------------------------------------------------
 
