@@ -43,11 +43,15 @@ def holds_token(text: str) -> bool:
     return _TOKEN.search(text) is not None or _TOKEN.search(unquote_plus(text)) is not None
 
 
+# In decoded text a token starts a word: "corp_acme" holds none.
+_TOKEN_WORD = re.compile(r"(?<![A-Za-z0-9])" + re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_\-]+")
+
+
 def without_tokens(text: str) -> str:
-    """``text`` with every ``rp_`` token in it, whole or cut short, ``[redacted]``: an error
-    repeating a value a client sent (a path's record key, an entity name) never repeats a
-    token put in the wrong place."""
-    return _TOKEN.sub(REDACTED, text)
+    """``text`` (decoded, as an error holds it) with every ``rp_`` token in it, whole or
+    cut short, ``[redacted]``: an error repeating a value a client sent (a path's record
+    key, an entity name) never repeats a token put in the wrong place."""
+    return _TOKEN_WORD.sub(REDACTED, text)
 
 
 #: A name an error may repeat: letters joined by ``_ . -``, an optional ``[]``, at most 32

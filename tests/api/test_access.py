@@ -157,6 +157,10 @@ def test_application_search_runs_as_the_persons_tenant(
     # The shared records alone: narrower than the person's own search, for anyone.
     assert ids(acme, "global") == (200, [])
     assert ids(nobody, "global") == (200, [])
+    shared = client.post("/v1/search", headers=acme, json={
+        **records("global"), "query": "refund policy"})
+    assert shared.status_code == 200
+    assert str(keys["refund"]) in [h["id"] for h in shared.json()["hits"]]
 
 
 def test_a_guest_never_reaches_application_search(client: TestClient, engine: sa.Engine

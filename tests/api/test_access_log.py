@@ -105,3 +105,14 @@ def test_a_token_in_the_url_never_reaches_the_served_apis_log(ragplate_home: Pat
     assert TOKEN not in log
     assert '"POST /v1/docs/search?token=[redacted] HTTP/1.1" 401' in log
     assert '"GET /v1/docs/search?token=[redacted] HTTP/1.1" 405' in log
+
+
+def test_an_error_message_loses_its_tokens_and_keeps_names_ending_like_one() -> None:
+    from ragplate.api.access_log import without_tokens
+
+    assert without_tokens("no sao.tickets record 'rp_Nbzlic8MisHIZZ1TNxetu9IG1pfvl8hL3-jzt'"
+                          ) == "no sao.tickets record '[redacted]'"
+    assert without_tokens("unknown entity 'sao.rp_abc'") == "unknown entity 'sao.[redacted]'"
+    # A tenant or field whose name ends like the prefix is no token.
+    assert without_tokens("writes are limited to tenant 'corp_acme'") == (
+        "writes are limited to tenant 'corp_acme'")

@@ -35,8 +35,9 @@ class AppSearchRequest(StrictRequest):
     tenant: TenantText | None = Field(
         default=None, min_length=1, max_length=200,
         description="Another tenant to search as: only a person holding tenants.operator "
-        "may name one other than their own. By default the token's person's tenant: records "
-        "of 'global' and of that tenant are searched.",
+        "may name one other than their own; anyone may name 'global', the shared records "
+        "alone. By default the token's person's tenant: records of 'global' and of that "
+        "tenant are searched.",
     )
     top_k: WholeNumber = Field(default=10, ge=1, le=50, description="Hits to return (1-50).")
 
