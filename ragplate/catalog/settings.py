@@ -294,9 +294,9 @@ class Settings(BaseSettings):
     assistant_min_similarity: float = Field(
         default=0.82, ge=-1.0, le=1.0, allow_inf_nan=False,
         description="The assistant's evidence floor: it answers only from documents whose "
-        "similarity with the question reaches this, and abstains otherwise; without a chat "
-        "model, a quoted sentence holding fewer than two of the question's words must reach "
-        "it too. 0.82 was measured "
+        "similarity with the question reaches this, and abstains otherwise; in an extractive "
+        "answer (no chat model, or one that failed), a quoted sentence holding fewer than "
+        "two of the question's words must reach it too. 0.82 was measured "
         "with ragplate tune-floor on the development dataset for the default model "
         "(multilingual-e5-small); measure it again for another model. RAGPLATE_MIN_SIMILARITY, "
         "when set higher, wins.",

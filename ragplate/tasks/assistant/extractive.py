@@ -8,11 +8,13 @@ their source's rank, and the best few are kept in their sources' order. A questi
 whose words any sentence holds gets no answer: the evidence does not support one. Nor does
 a sentence holding only one of its words answer it unless it is near the question in
 meaning (its similarity reaches the evidence floor, as its chunk's did): an everyday
-question shares a word with a page by chance. A sentence that is only part of one (it
-starts in lower case, or leaves a parenthesis open) is never quoted; a list item going on
-from the sentence that introduces its list is quoted after it.
+question shares a word with a page by chance. A sentence that is only part of one (the
+rest of one the chunk starts inside, or that a code block or table interrupts; one leaving
+a parenthesis open) is never quoted; a list item going on from the sentence that
+introduces its list is quoted after it.
 
-A question that names a setting (an upper-case name with an underscore, ``RAGPLATE_APP_KEY``)
+A question that names a setting (an upper-case name with an underscore, ``RAGPLATE_APP_KEY``),
+an exit code or an HTTP status (:func:`~ragplate.tasks.assistant.setting_lines.asked_names`)
 asks about that setting: only sentences that name it are quoted, and the answer names every
 one the question does, or there is none. Split into words, ``RAGPLATE_APP_KEY`` shares
 most of them with ``RAGPLATE_EMBEDDINGS_API_KEY``, whose sentence would otherwise answer.
@@ -37,7 +39,7 @@ from ragplate.tasks.assistant.markdown_text import (
     list_introduction,
     plain,
 )
-from ragplate.tasks.assistant.setting_lines import SETTING_NAME, named_in, setting_lines
+from ragplate.tasks.assistant.setting_lines import asked_names, named_in, setting_lines
 from ragplate.tasks.retrieval.documentation import Hit
 
 #: Sentences an answer holds at most, and sources it cites at most.
@@ -70,14 +72,22 @@ class Extract:
     cited: list[Hit]
 
 
+#: Marks a paragraph that goes on from words the text does not hold (the chunk starts
+#: inside a sentence) or from a code block or table: a first sentence in lower case is
+#: only part of one.
+_CUT = "\u2063"
+
+
 def prose_sentences(text: str) -> list[str]:
     """The sentences of a chunk's prose: no headings, code blocks, tables or bare list
-    markers; Markdown emphasis and links reduced to their words."""
-    text = _FENCE.sub(" ", text)
-    lines = [line.strip() for line in text.splitlines()]
+    markers; Markdown emphasis and links reduced to their words. A list item in lower case
+    goes on from the sentence introducing its list, which is put before it."""
+    # A code block becomes one fence line: a barrier between the text around it.
+    lines = [line.strip() for line in _FENCE.sub("```", text).splitlines()]
+    first = next((index for index, line in enumerate(lines) if line), None)
     kept: list[str] = []
     for index, stripped in enumerate(lines):
-        if not stripped or stripped.startswith(("#", "|", ">", "<!--", "---")):
+        if not stripped or stripped.startswith(_BLOCKS):
             kept.append("\n")
             continue
         item = plain(LIST_ITEM.sub("", stripped))
@@ -86,29 +96,32 @@ def prose_sentences(text: str) -> list[str]:
             if item[:1].islower():  # it goes on from the sentence introducing the list
                 lead = list_introduction(lines, index)
                 item = f"{lead} {item}" if lead else item
+        elif index == first or lines[index - 1].startswith(("```", "~~~", "|")):
+            kept.append("\n")
+            item = _CUT + item
         kept.append(item)
     paragraphs = re.split(r"\n\s*\n|\n(?=\S)", " ".join(kept).replace(" \n ", "\n\n"))
     sentences = []
     for paragraph in paragraphs:
-        for sentence in SENTENCE_END.split(" ".join(paragraph.split())):
+        paragraph = " ".join(paragraph.split())
+        cut = paragraph.startswith(_CUT)
+        for position, sentence in enumerate(SENTENCE_END.split(paragraph.removeprefix(_CUT))):
             sentence = _POINTER.sub("", sentence).strip()
             words = len(sentence.split())
+            if cut and position == 0 and sentence[:1].islower():
+                continue  # the rest of a sentence whose start is elsewhere
             # A sentence ending in a colon introduces a list the answer would not show.
             if (MIN_WORDS <= words <= MAX_WORDS and sentence[-1:] in ".!?)"
-                    and not _fragment(sentence) and not _mostly_code(sentence)):
+                    and sentence.count("(") <= sentence.count(")")  # not cut inside one
+                    and not _mostly_code(sentence)):
                 sentences.append(sentence)
     return sentences
 
 
+#: Lines that are no prose: headings, tables, quotes, comments, rules, code fences.
+_BLOCKS = ("#", "|", ">", "<!--", "---", "```", "~~~")
+
 _CODE_SPAN = re.compile(r"`[^`]*`")
-
-
-def _fragment(sentence: str) -> bool:
-    """Whether ``sentence`` is only part of one: it starts in lower case (a chunk starting
-    inside a sentence, a list item without the sentence it goes on from, the words after a
-    code block) or opens or closes a parenthesis it does not close or open (cut at an
-    "e.g.")."""
-    return sentence[:1].islower() or sentence.count("(") != sentence.count(")")
 
 
 def _mostly_code(sentence: str) -> bool:
@@ -134,7 +147,7 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
     when it reaches ``min_similarity`` (see :func:`_near_enough`)."""
     candidates: list[tuple[int, int, str, set[str]]] = []  # hit rank, position, text, terms
     nearest: set[tuple[int, str]] = set()  # the sentences of each hit's best chunk
-    named = set(SETTING_NAME.findall(question))
+    named = asked_names(question)
     stated: set[str] = set()  # the lines stating a setting (no prose: never anaphora)
     for rank, hit in enumerate(hits[:MAX_SOURCES]):
         name = language(str(hit.metadata.get("locale") or locale or ""))
@@ -190,7 +203,7 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
     places = {(c[0], c[1]): c for c in candidates if not named or naming(c[2])}
     # A question naming a setting has its own check: every quoted sentence names it.
     if similarity is not None and min_similarity > 0 and not named:
-        scored, places = _near_enough(scored, places, asked, similarity, min_similarity)
+        scored = _near_enough(scored, asked, similarity, min_similarity)
     if not scored:
         return Extract([], [])
     chosen = _choose(scored, places)
@@ -213,30 +226,24 @@ MIN_SHARED_TERMS = 2
 NEAR_POOL = 8
 
 
-def _near_enough(scored: list[tuple[float, Candidate]],
-                 places: dict[tuple[int, int], Candidate], asked: set[str],
+def _near_enough(scored: list[tuple[float, Candidate]], asked: set[str],
                  similarity: Callable[[list[str]], list[float]], floor: float,
-                 ) -> tuple[list[tuple[float, Candidate]], dict[tuple[int, int], Candidate]]:
-    """The best :data:`NEAR_POOL` scored sentences, and the places of those and of the
-    sentences following them, that are about the question: they hold
-    :data:`MIN_SHARED_TERMS` of its words, or their similarity with it reaches ``floor``.
-    An everyday question shares a word with a page by chance ("Is it safe to cook chicken
-    straight from frozen?" and "It is safe to run with nothing configured"); the sentence
-    holding it is not about the question, which its meaning shows."""
+                 ) -> list[tuple[float, Candidate]]:
+    """The scored sentences that are about the question: they hold
+    :data:`MIN_SHARED_TERMS` of its words, or they are among the best :data:`NEAR_POOL`
+    and their similarity with it reaches ``floor``. An everyday question shares a word
+    with a page by chance ("Is it safe to cook chicken straight from frozen?" and "It is
+    safe to run with nothing configured"); the sentence holding it is not about the
+    question, which its meaning shows. The sentence following the best one is not judged
+    here: it is quoted for reading on from the best one (see :func:`_choose`), whatever it
+    holds."""
     def shares(candidate: Candidate) -> bool:
         return len(asked & candidate[3]) >= MIN_SHARED_TERMS
 
-    pool = scored[:NEAR_POOL]
-    keys = [key for _s, c in pool for key in ((c[0], c[1]), (c[0], c[1] + 1))]
-    unsure = [key for key in dict.fromkeys(keys) if key in places and not shares(places[key])]
-    near = dict(zip(unsure, similarity([places[key][2] for key in unsure]), strict=True)
-                ) if unsure else {}
-
-    def about(key: tuple[int, int]) -> bool:
-        return key in places and (shares(places[key]) or near.get(key, -1.0) >= floor)
-
-    kept = [(s, c) for s, c in pool if about((c[0], c[1]))]
-    return kept, {key: places[key] for key in dict.fromkeys(keys) if about(key)}
+    unsure = [c for _s, c in scored[:NEAR_POOL] if not shares(c)]
+    measured = similarity([c[2] for c in unsure]) if unsure else []
+    near = {(c[0], c[1]) for c, value in zip(unsure, measured, strict=True) if value >= floor}
+    return [(s, c) for s, c in scored if shares(c) or (c[0], c[1]) in near]
 
 
 def _choose(scored: list[tuple[float, Candidate]], by_place: dict[tuple[int, int], Candidate]

@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 
 #: Between two sentences: an end mark, space, then what starts a sentence (so "e.g. this"
-#: is one sentence).
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-ZÀ-Ý0-9`])")
+#: is one sentence, and so is "e.g. `this`" or "e.g. This").
+SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bcf\.)(?<!\bvs\.)"
+                          r"\s+(?=[\"'(\[]?[A-ZÀ-Ý0-9`])")
 LIST_ITEM = re.compile(r"^([-*+]|\d+[.)])\s+")
 # Emphasis markers, not the double underscores inside a name (RAGPLATE_SERVERS__CHAT__URL).
 _MARKUP = re.compile(r"\*\*|(?<!\w)__|__(?!\w)|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)"
@@ -32,6 +33,8 @@ def list_introduction(lines: list[str], index: int) -> str | None:
     above the items before it (and a blank line), if there is one."""
     above = index - 1
     while above >= 0 and lines[above] and not lines[above].endswith(":"):
+        if lines[above].startswith(("#", "|", ">", "```", "~~~")):
+            return None  # a block between: what it follows introduces no list
         above -= 1
     if above >= 1 and not lines[above]:
         above -= 1  # "… when a source:", a blank line, then the list

@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from ragplate.catalog.assistant import PROFILES, Policy, compile_policy, text
 from ragplate.catalog.documents import AccessContext
-from ragplate.catalog.errors import ChatModelError, NotFoundError, StructuredOutputError
+from ragplate.catalog.errors import (
+    ChatModelError,
+    EmbeddingError,
+    NotFoundError,
+    SelfHostedServiceError,
+    StructuredOutputError,
+)
 from ragplate.catalog.people import Person
 from ragplate.catalog.writes import text as writes_text
 from ragplate.infra.conversations import StoredMessage, insert_message, owned_conversation
@@ -234,11 +240,17 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
         # let it through (an end user's answer holds no NAME=value), so that one line cannot
         # turn the whole answer into a refusal. A sentence sharing a word or two with the
         # question by chance must reach the evidence's own floor, as its chunk did.
-        chosen = extract(question, hits, locale=locale, passages=passages(),
-                         quotable=lambda line: check_output(
-                             line, end_user=policy.profile.end_user,
-                             max_chars=len(line)).allowed,
-                         similarity=similarity, min_similarity=policy.min_similarity)
+        try:
+            chosen = extract(question, hits, locale=locale, passages=passages(),
+                             quotable=lambda line: check_output(
+                                 line, end_user=policy.profile.end_user,
+                                 max_chars=len(line)).allowed,
+                             similarity=similarity, min_similarity=policy.min_similarity)
+        except (EmbeddingError, SelfHostedServiceError) as exc:
+            # The sentences cannot be judged: no answer rather than an unchecked one.
+            logger.warning("embedding the answer's sentences failed (%s): abstaining",
+                           exc.__class__.__name__)
+            return _abstention(locale, meta, degraded_reason="embeddings_unavailable")
         if not chosen.sentences:
             return _abstention(locale, meta)
         answer = compose(chosen, framing=text(locale, "framing"))

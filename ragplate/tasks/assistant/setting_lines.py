@@ -1,5 +1,5 @@
-"""Settings named in a question, and the lines of code blocks, tables and lists that state
-them.
+"""Settings (and exit codes and HTTP statuses) named in a question, and the lines of code
+blocks, tables and lists that state them.
 
 Documentation often gives a setting only as a configuration line (``NAME=value  # what it
 does``), a table row (``| NAME | default | meaning |``) or a list item that is no sentence
@@ -49,15 +49,45 @@ class SettingLine:
     names: frozenset[str]
 
 
+#: An exit code or an HTTP status a question asks of: "exit code 3", "exits with code 1",
+#: "HTTP 409", "status 503".
+_ASKED_CODE = re.compile(r"\b(?:(exit)(?:s|ed)?(?:\s+with)?(?:\s+(?:code|status))?\s+(\d{1,3})"
+                         r"|(?:HTTP|status)(?:\s+(?:status|code))?\s+(\d{3}))\b", re.IGNORECASE)
+#: How a text names an exit code: "exit code 3", "exits with 3", "Exit code: 3" (a table
+#: row read with its heading).
+_EXIT_CODE = r"\bexit\w*(?:\s+with)?(?:\s+(?:code|status))?:?\s+{}(?!\w)"
+
+
+def asked_names(question: str) -> set[str]:
+    """What ``question`` names that an answer must name too: its settings (``APP_KEY``),
+    exit codes (``exit code 3``) and HTTP statuses (``409``)."""
+    names = set(SETTING_NAME.findall(question))
+    for match in _ASKED_CODE.finditer(question):
+        names.add(f"exit code {match.group(2)}" if match.group(1) else match.group(3))
+    return names
+
+
 def named_in(asked: set[str], text: str) -> set[str]:
-    """The settings asked of that ``text`` names: by the same name, or by a longer one that
-    ends with it (a question's ``APP_KEY`` is the docs' ``RAGPLATE_APP_KEY``). Not the other
-    way round: a question's ``RAGPLATE_APP_KEY`` is not another program's ``APP_KEY``."""
+    """The names asked of that ``text`` names. A setting by the same name, or by a longer
+    one that ends with it (a question's ``APP_KEY`` is the docs' ``RAGPLATE_APP_KEY``); not
+    the other way round: a question's ``RAGPLATE_APP_KEY`` is not another program's
+    ``APP_KEY``. An exit code as an exit code ("exits with code 3", not "3 retries"); an
+    HTTP status as its number."""
     if not asked:
         return set()
     written = set(SETTING_NAME.findall(text))
-    return {name for name in asked
-            if any(w == name or w.endswith("_" + name) for w in written)}
+    found = set()
+    for name in asked:
+        if name.startswith("exit code "):
+            code = name.removeprefix("exit code ")
+            hit = re.search(_EXIT_CODE.format(code), text, re.IGNORECASE) is not None
+        elif name.isdigit():
+            hit = re.search(rf"(?<![\w.]){name}(?![\w.])", text) is not None
+        else:
+            hit = any(w == name or w.endswith("_" + name) for w in written)
+        if hit:
+            found.add(name)
+    return found
 
 
 def setting_lines(text: str, asked: set[str]) -> list[SettingLine]:
@@ -88,7 +118,8 @@ def setting_lines(text: str, asked: set[str]) -> list[SettingLine]:
         if line.startswith("|"):
             cells = _cells(line)
             following = lines[index + 1] if index + 1 < len(lines) else ""
-            names = named_in(asked, line)
+            # Read with its headings: "| 3 | … |" names exit code 3 under "Exit code".
+            names = named_in(asked, line) | named_in(asked, _row(cells, header))
             if _TABLE_RULE.match(following):
                 header = cells
             elif names and not _TABLE_RULE.match(line):

@@ -4,7 +4,8 @@ decide, each sentence cites its source."""
 from __future__ import annotations
 
 from ragplate.tasks.assistant.extractive import (
-    MIN_SHARED_TERMS,
+    NEAR_POOL,
+    _near_enough,
     compose,
     extract,
     prose_sentences,
@@ -43,14 +44,27 @@ def test_a_list_item_is_never_glued_to_the_one_before_it() -> None:
 
 
 def test_part_of_a_sentence_is_never_quoted() -> None:
-    """A chunk starting inside a sentence, a list item with no sentence introducing it,
-    the words after a code block, a sentence cut at an "e.g.": none reads on its own."""
+    """The rest of a sentence the chunk starts inside, or that a code block interrupts, and
+    a sentence cut inside a parenthesis are left out; a paragraph starting with a name in
+    lower case is a sentence, and so is one holding an "e.g." before code."""
     text = ("these documents from the records and their vectors. The index keeps one row "
-            "per source.\n\n- only when the flag is set on the command line\n\n```\nx\n```"
+            "per source.\n\nragplate serves a small HTTP API for retrieval.\n\n```\nx\n```"
             "\nwhere the value is counted in bytes.\n\nGive each test file a uniquely named "
-            "helper (e.g. `fixtureFor`) so that no two helpers clash.")
+            "helper (e.g. `fixtureFor`) so that no two helpers clash. Each source is read "
+            "once (its hash decides.")
 
-    assert prose_sentences(text) == ["The index keeps one row per source."]
+    assert prose_sentences(text) == [
+        "The index keeps one row per source.",
+        "ragplate serves a small HTTP API for retrieval.",
+        "Give each test file a uniquely named helper (e.g. `fixtureFor`) so that no two "
+        "helpers clash."]
+
+
+def test_a_list_after_a_code_block_is_not_introduced_by_the_sentence_before_the_block(
+        ) -> None:
+    text = "Run:\n\n```\nragplate up\n```\n\n- then check the output in the log file."
+
+    assert prose_sentences(text) == ["then check the output in the log file."]
 
 
 def test_the_sentences_holding_the_questions_words_are_chosen_and_cited() -> None:
@@ -239,7 +253,58 @@ def test_a_sentence_sharing_one_word_is_quoted_only_when_near_the_question() -> 
         "The embedded services write their logs under the home directory."]
 
     asked.clear()
-    assert MIN_SHARED_TERMS == 2
     shared = extract("Which services write logs?", logs, locale="en", similarity=similarity,
                      min_similarity=0.99)
     assert len(shared.sentences) == 1 and asked == []
+
+
+def test_the_sentence_after_the_best_one_reads_on_from_it_unjudged() -> None:
+    """"It defaults to…" holds none of the question's words and is not near it alone; it is
+    quoted for going on from the best sentence, as without the check."""
+    timeout = [hit("Timeouts", "The request timeout limits how long the server waits. It "
+                   "defaults to thirty seconds on every call.")]
+
+    chosen = extract("What is the timeout?", timeout, locale="en", min_similarity=0.82,
+                     similarity=lambda texts: [0.9 if "limits" in t else 0.5 for t in texts])
+
+    assert [s.text for s in chosen.sentences] == [
+        "The request timeout limits how long the server waits.",
+        "It defaults to thirty seconds on every call."]
+
+
+def test_only_the_best_sentences_are_measured_and_one_sharing_two_words_always_counts(
+        ) -> None:
+    asked = {"export", "night"}
+    scored = [(10.0 - n, (0, n, f"Sentence {n} about the export.", {"export"}))
+              for n in range(NEAR_POOL + 3)]
+    scored.append((0.5, (1, 0, "The export runs every night.", {"export", "night"})))
+    measured: list[str] = []
+
+    def similarity(texts: list[str]) -> list[float]:
+        measured.extend(texts)
+        return [0.9 if t == "Sentence 1 about the export." else 0.1 for t in texts]
+
+    kept = _near_enough(scored, asked, similarity, 0.82)
+
+    assert [c[2] for _s, c in kept] == ["Sentence 1 about the export.",
+                                       "The export runs every night."]
+    assert len(measured) == NEAR_POOL
+
+
+def test_a_question_naming_a_setting_or_an_exit_code_is_judged_by_that_name_alone() -> None:
+    def never(texts: list[str]) -> list[float]:
+        raise AssertionError("measured")
+
+    hits = [hit("Troubleshooting", "The command exits with code 3 when the database is "
+                "down. Set RAGPLATE_HOME_DIR to move the data elsewhere.")]
+
+    code = extract("What does exit code 3 mean?", hits, locale="en", similarity=never,
+                   min_similarity=0.99)
+    assert [s.text for s in code.sentences] == [
+        "The command exits with code 3 when the database is down."]
+    setting = extract("What is RAGPLATE_HOME_DIR?", hits, locale="en", similarity=never,
+                      min_similarity=0.99)
+    assert [s.text for s in setting.sentences] == [
+        "Set RAGPLATE_HOME_DIR to move the data elsewhere."]
+    # An answer must name the code asked of: exit code 2 is not stated.
+    assert extract("What does exit code 2 mean?", hits, locale="en").sentences == []

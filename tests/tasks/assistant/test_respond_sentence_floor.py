@@ -67,3 +67,38 @@ def test_a_sentence_near_the_question_answers_it_with_one_shared_word(
     question = "Where are log files kept?"
     assert similarities(embedder, question)([LOGS])[0] >= settings.assistant_min_similarity
     assert ask(settings, embedder, question, LOGS) == "answered"
+
+
+def test_sentences_that_cannot_be_measured_are_not_quoted(settings: Settings) -> None:
+    """An embeddings server failing after the question was embedded: the answer's
+    sentences cannot be judged, so the turn abstains and says why, never answers
+    unchecked (nor fails the message)."""
+    from ragplate.catalog.profiles import get_profile
+    from ragplate.infra.models import OpenAICompatibleEmbedder
+    from ragplate.infra.models.config import ServerConfig
+    from tests.testing.http_double import HttpDouble, Received, Reply
+    from tests.testing.server_doubles import embeddings_answer
+
+    calls: list[int] = []
+
+    def embeddings(request: Received) -> Reply:
+        calls.append(1)
+        if len(calls) == 1:  # the question, for the screening and the retrieval
+            return Reply(200, embeddings_answer(request.json()["input"], None))
+        return Reply(503, {"error": "model unloaded", "error_type": "Unhealthy"})
+
+    with HttpDouble({("POST", "/v1/embeddings"): embeddings}) as server:
+        embedder = OpenAICompatibleEmbedder(
+            get_profile("openai_compatible:multilingual-e5-small-q4"),
+            server=ServerConfig(name="embeddings", role="embeddings", url=server.url,
+                                timeout=2.0))
+        runtime = Runtime(settings.model_copy(update={"assistant_min_coverage": 0.0}))
+        hit = Hit("guide.md", [], SAFE, 0.9, {"locale": "en"}, 0.9, SAFE)
+        turn = answer_turn(runtime, person=Person(id=0, name="t", locale="en"),
+                           text_in="Is it safe to cook chicken straight from frozen?",
+                           context=None, profile="developer_help",
+                           sources=GivenEvidence(embedder, [hit]))
+
+    assert turn.status == "abstained"
+    assert turn.metadata["degraded_reason"] == "embeddings_unavailable"
+    assert len(calls) >= 2

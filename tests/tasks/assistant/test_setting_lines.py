@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragplate.tasks.assistant.setting_lines import named_in, setting_lines
+from ragplate.tasks.assistant.setting_lines import asked_names, named_in, setting_lines
 
 ENV_BLOCK = """A CPU-bound service is slow. Both are **configurable**:
 
@@ -130,3 +130,39 @@ def test_a_quoted_value_with_spaces_is_a_configuration_line():
     assert texts(setting_lines(block, {"DOCS_ROOTS", "APP_TITLE"})) == [
         "Set the roots: `export DOCS_ROOTS='{\"handbook\": \"/srv/handbook\"}'`",
         "Set the roots: `APP_TITLE=\"Team docs\" # shown in the header`"]
+
+
+EXIT_CODES = """When a command fails, it exits with a code that tells what kind of failure it was.
+
+| Exit code | Kind |
+|---|---|
+| 1 | Other failures |
+| 3 | Database failures |
+
+The probe exits with a non-zero code in these cases:
+
+- the profile is unknown (exit code 2);
+- the server cannot be reached (exit code 3);
+"""
+
+
+def test_an_exit_code_or_an_http_status_asked_of_is_a_name_an_answer_must_hold():
+    assert asked_names("What does exit code 3 mean?") == {"exit code 3"}
+    assert asked_names("refresh exits with code 1 but some lists were updated") == {
+        "exit code 1"}
+    assert asked_names("saving returns HTTP 409, what should the client do?") == {"409"}
+    assert asked_names("Why is APP_KEY needed when status 503 comes back?") == {
+        "APP_KEY", "503"}
+    # A number alone is no code: "3 retries", "41 straight to 43", "a 10-week-old puppy".
+    assert asked_names("Why did ticket numbers jump from 41 straight to 43?") == set()
+    assert named_in({"exit code 3"}, "It retries 3 times, then exits with code 2.") == set()
+    assert named_in({"exit code 3"}, "The run stops (exit code 3).") == {"exit code 3"}
+    assert named_in({"409"}, "A stale save answers 409 Conflict.") == {"409"}
+    assert named_in({"409"}, "Version 4090 is not a status.") == set()
+
+
+def test_a_table_row_or_list_item_stating_an_exit_code_is_quoted_with_its_heading():
+    assert texts(setting_lines(EXIT_CODES, {"exit code 3"})) == [
+        "Exit code: 3; Kind: Database failures.",
+        "The probe exits with a non-zero code in these cases: the server cannot be reached "
+        "(exit code 3)"]
