@@ -50,9 +50,14 @@ class SettingLine:
 
 
 #: An exit code or an HTTP status a question asks of: "exit code 3", "exits with code 1",
-#: "HTTP 409", "status 503".
-_ASKED_CODE = re.compile(r"\b(?:(exit)(?:s|ed)?(?:\s+with)?(?:\s+(?:code|status))?\s+(\d{1,3})"
-                         r"|(?:HTTP|status)(?:\s+(?:status|code))?\s+(\d{3}))\b", re.IGNORECASE)
+#: "HTTP 409", "status 503" (100 to 599), and an error status a request "returns",
+#: "answers" or "gets" ("the API answers 503", "returns a 409": 400 to 599, so that
+#: "returns 100 results" names none).
+_ASKED_CODE = re.compile(
+    r"\b(?:(exit)(?:s|ed)?(?:\s+with)?(?:\s+(?:code|status))?\s+(\d{1,3})"
+    r"|(?:HTTP|status)(?:\s+(?:status|code))?\s+([1-5]\d\d)"
+    r"|(?:return|answer|respond|get|give)(?:s|ed)?(?:\s+with)?(?:\s+an?)?(?:\s+HTTP)?"
+    r"(?:\s+(?:status|code))?\s+([45]\d\d))\b", re.IGNORECASE)
 #: How a text names an exit code: "exit code 3", "exits with 3", "Exit code: 3" (a table
 #: row read with its heading).
 _EXIT_CODE = r"\bexit\w*(?:\s+with)?(?:\s+(?:code|status))?:?\s+{}(?!\w)"
@@ -63,7 +68,8 @@ def asked_names(question: str) -> set[str]:
     exit codes (``exit code 3``) and HTTP statuses (``409``)."""
     names = set(SETTING_NAME.findall(question))
     for match in _ASKED_CODE.finditer(question):
-        names.add(f"exit code {match.group(2)}" if match.group(1) else match.group(3))
+        names.add(f"exit code {match.group(2)}" if match.group(1)
+                  else match.group(3) or match.group(4))
     return names
 
 

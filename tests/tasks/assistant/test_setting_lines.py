@@ -153,6 +153,11 @@ def test_an_exit_code_or_an_http_status_asked_of_is_a_name_an_answer_must_hold()
     assert asked_names("saving returns HTTP 409, what should the client do?") == {"409"}
     assert asked_names("Why is APP_KEY needed when status 503 comes back?") == {
         "APP_KEY", "503"}
+    # An error status a request returns, answers or gets; not a count it returns.
+    assert asked_names("streamMessage answers 422 now: where should a client stream?") == {
+        "422"}
+    assert asked_names("When does the API answer 503?") == {"503"}
+    assert asked_names("It returns 100 results, why not 200?") == set()
     # A number alone is no code: "3 retries", "41 straight to 43", "a 10-week-old puppy".
     assert asked_names("Why did ticket numbers jump from 41 straight to 43?") == set()
     assert named_in({"exit code 3"}, "It retries 3 times, then exits with code 2.") == set()
