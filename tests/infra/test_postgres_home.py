@@ -40,3 +40,42 @@ def test_a_half_written_pid_file_is_a_server_still_starting(tmp_path: Path) -> N
                                            "\n5432\n")
 
     assert postgres.running(tmp_path) is None
+
+
+@pytest.mark.integration
+def test_a_pid_file_naming_another_process_is_a_server_that_is_gone(tmp_path: Path) -> None:
+    """After an unclean stop the pid file's PID may belong to another program by the time
+    the server is started again (or to the killed server's zombie, where nothing reaps
+    it): the server is not taken for running, and it starts."""
+    import signal
+    import subprocess
+    import time
+
+    import psutil
+    import psycopg
+
+    home = tmp_path / "home"
+    first = postgres.start(home)
+    os.kill(first.pid, signal.SIGKILL)
+    for _ in range(100):  # the server and its children leave
+        alive = [p for p in psutil.process_iter(["pid", "ppid", "status"])
+                 if first.pid in (p.info["pid"], p.info["ppid"])
+                 and p.info["status"] != psutil.STATUS_ZOMBIE]
+        if not alive:
+            break
+        time.sleep(0.1)
+    pid_file = postgres.pgdata_dir(home) / "postmaster.pid"
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        lines = pid_file.read_text().splitlines()
+        pid_file.write_text("\n".join([str(stranger.pid), *lines[1:]]) + "\n")
+
+        assert postgres.running(home) is None
+        again = postgres.start(home)
+        assert again.pid not in (first.pid, stranger.pid)
+        assert stranger.poll() is None  # the other program is left alone
+        with psycopg.connect(again.libpq_url("postgres")) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert postgres.stop(home)
+    finally:
+        stranger.kill()
