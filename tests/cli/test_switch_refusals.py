@@ -133,7 +133,9 @@ def test_a_switch_running_refuses_start_resume_and_abandon_showing_chunks(
     store(db, status="running", phase="indexes", target=sw.H48, previous=sw.H64, plan=plan)
     with locks.RunLock(db) as run_lock:  # the process running it is alive
         assert run_lock.acquire()
-        refused(db, "switch", sw.H48, "--yes", reason="a switch is already stored")
+        # A live switch is waited for: --resume and --abandon are for one that stopped.
+        message = refused(db, "switch", sw.H48, "--yes", reason="a switch is already stored")
+        assert "wait for it to end" in message
         for option in ("--resume", "--abandon"):
             message = refused(db, "switch", option, reason="is running normally")
             assert "chunks written 1, pending 1, round 1" in message

@@ -205,9 +205,13 @@ def start(runtime: Runtime, key: str, *, force_activate: bool = False,
 
 def _refuse_if_stored(state: SwitchState) -> None:
     if state.status != "idle":
+        # --resume and --abandon take a failed or interrupted switch, not a live one.
+        advice = ("wait for it to end (`ragplate embeddings status` shows its progress), or "
+                  "once it has failed or been interrupted, use `ragplate embeddings switch "
+                  "--resume` or `--abandon`") if state.status == "running" else (
+                  "use `ragplate embeddings switch --resume` or `--abandon`")
         raise SwitchRefusedError(
-            f"refused: a switch is already stored ({state.summary()}); use "
-            "`ragplate embeddings switch --resume` or `--abandon`")
+            f"refused: a switch is already stored ({state.summary()}); {advice}")
 
 
 def resume(runtime: Runtime, *, force_activate: bool = False, flow_run_id: str | None = None,
