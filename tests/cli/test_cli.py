@@ -267,6 +267,10 @@ def test_retrieve_user_index_with_access_options(
     (["retrieve", "backups", "--index", "user", "--module", "bad module!"],
      "module 'bad module!' is not a module key: lower-case letters, digits and _ (e.g. "
      "billing)"),
+    (["tune-floor", "--index", "developer", "--dataset",
+      str(Path(__file__).parents[2] / "datasets" / "switch-gate-docs.json")],
+     "the dataset has no case with expect_refusal: a floor cannot be measured without "
+     "questions the corpus does not answer"),
 ])
 def test_bad_options_are_refused_before_starting_anything(
     tmp_path: Path, args: list[str], message: str

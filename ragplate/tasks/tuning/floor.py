@@ -25,7 +25,7 @@ floor then keeps the hits whose similarity reaches it (exactly what retrieval do
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,6 +105,15 @@ def choose(cases: Sequence[FloorCase], max_lost: int = 0) -> float | None:
     return longest[(len(longest) - 1) // 2]
 
 
+def check_no_answer_cases(expect_refusal: Iterable[bool]) -> None:
+    """:class:`InvalidInputError` unless some case expects a refusal (of each case, whether
+    it does): a floor is measured on questions the corpus does not answer."""
+    if not any(expect_refusal):
+        raise InvalidInputError("the dataset has no case with expect_refusal: a floor "
+                                "cannot be measured without questions the corpus does not "
+                                "answer")
+
+
 def tune_floor(cases: Sequence[FloorCase], *, holdout: float = 0.3,
                max_lost: int = 0) -> dict[str, Any]:
     """Choose the floor on the selection part, check it on the hold-out part; the result
@@ -113,10 +122,7 @@ def tune_floor(cases: Sequence[FloorCase], *, holdout: float = 0.3,
         raise InvalidInputError("--holdout: a share from 0 (disabled) to below 1")
     if max_lost < 0:
         raise InvalidInputError("--max-lost: 0 or more answered cases")
-    if not any(c.expect_refusal for c in cases):
-        raise InvalidInputError("the dataset has no case with expect_refusal: a floor "
-                                "cannot be measured without questions the corpus does not "
-                                "answer")
+    check_no_answer_cases(c.expect_refusal for c in cases)
     out = held_out([c.case_id for c in cases], holdout) if holdout else set()
     selection = [c for c in cases if c.case_id not in out]
     kept_out = [c for c in cases if c.case_id in out]
