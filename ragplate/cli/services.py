@@ -56,15 +56,21 @@ def up(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     _print_states(services.up(get_settings()), json_output)
 
 
-def down(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def down(json_output: Annotated[bool, typer.Option("--json")] = False,
+         force: Annotated[bool, typer.Option(
+             "--force", help="Stop them even while an index-docs run or a switch writes "
+             "to the database (the run then fails).")] = False) -> None:
     """Stop the embedded services of this RAGPLATE_HOME (external ones are left alone).
+
+    Refused (exit 3) while an index-docs run or an embedding switch writes to the
+    database, unless --force.
 
     Example: ragplate down
     """
     from ragplate.infra import services
     from ragplate.infra.environment import get_settings
 
-    _print_states(services.down(get_settings()), json_output)
+    _print_states(services.down(get_settings(), force=force), json_output)
 
 
 def status(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:

@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
+from ragplate.catalog.errors import ServiceError
 from ragplate.catalog.settings import Settings
 from ragplate.infra import database, postgres, prefect_server
 
@@ -108,8 +109,42 @@ def up(settings: Settings) -> list[ServiceState]:
     return [pg, _prefect(settings, "running" if was_running else "started")]
 
 
-def down(settings: Settings) -> list[ServiceState]:
-    """Stop the Prefect server, then PostgreSQL; external services are left running."""
+def runs_in_progress(settings: Settings) -> list[str]:
+    """The runs writing to this home's embedded database now: an ``index-docs`` run or a
+    switch, told by the advisory locks they hold (none when the server is not running, or
+    the database is an external one, which ``down`` leaves running)."""
+    if settings.database_url is not None:
+        return []
+    server = postgres.running(settings.home)
+    if server is None:
+        return []
+    from ragplate.infra import locks
+
+    engine = sa.create_engine(server.url(), poolclass=NullPool)
+    try:
+        found = []
+        if locks.held(engine, locks.INDEX_LOCK):
+            found.append("an index-docs run")
+        if locks.run_lock_held(engine):
+            found.append("an embedding switch")
+        return found
+    except SQLAlchemyError:
+        return []  # a server that does not answer holds no run worth waiting for
+    finally:
+        engine.dispose()
+
+
+def down(settings: Settings, *, force: bool = False) -> list[ServiceState]:
+    """Stop the Prefect server, then PostgreSQL; external services are left running. A run
+    writing to the embedded database (:func:`runs_in_progress`) is a :class:`ServiceError`
+    unless ``force``: stopped under it, it fails after its retries."""
+    running_now = [] if force else runs_in_progress(settings)
+    if running_now:
+        verb = "are" if len(running_now) > 1 else "is"
+        raise ServiceError(f"{' and '.join(running_now)} {verb} writing to this home's database: "
+                           "wait for it to end, or stop the services anyway with `ragplate "
+                           "down --force` (the run then fails; run it again, or resume the "
+                           "switch, after `ragplate up`)")
     if prefect_server.external_api_url() is not None:
         prefect = _prefect(settings)
     else:

@@ -216,6 +216,26 @@ def test_down_stops_both_and_is_idempotent(
     prefect_pid = started["prefect"].pid
     assert prefect_pid is not None
 
+    # An index-docs run or a switch writing to the database: refused, nothing stopped.
+    import sqlalchemy as sa
+
+    from ragplate.catalog.errors import ServiceError
+    from ragplate.infra import locks, postgres
+
+    server = postgres.running(svc_settings.home)
+    assert server is not None
+    engine = sa.create_engine(server.url(), poolclass=sa.NullPool)
+    try:
+        with locks.index_lock(engine) as held, locks.RunLock(engine) as run_lock:
+            assert held and run_lock.acquire()
+            with pytest.raises(ServiceError, match="an index-docs run and an embedding "
+                               "switch are writing to this home's database"):
+                services.down(svc_settings)
+            states = _by_name(services.status(svc_settings))
+            assert states["postgresql"].running and states["prefect"].running
+    finally:
+        engine.dispose()
+
     first = _by_name(services.down(svc_settings))
     assert first["prefect"].detail == "stopped" and first["postgresql"].detail == "stopped"
     states = _by_name(services.status(svc_settings))
