@@ -27,6 +27,10 @@ EXAMPLES = 100
 # the app is handed the session's runtime before the first request (below).
 APP = create_app(Settings(home=Path("/nonexistent/ragplate-schema-only")))
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
+# A body over RAGPLATE_API_MAX_BODY_BYTES (a text far over its maxLength) is refused before
+# it is read, with a 413: a rejection of invalid data like a 422.
+_REJECTION = schema.config.checks.negative_data_rejection
+_REJECTION.expected_statuses = [*_REJECTION.expected_statuses, "413"]
 
 
 #: A token of a person who may call every route, set before the first request.
