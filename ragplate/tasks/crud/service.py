@@ -190,11 +190,11 @@ class CrudService:
             mod = crud_sql.read_modification(conn, modification_id, lock=True)
             spec = self._decidable(person, mod, modification_id)
             assert mod is not None
-            self._requester_may(conn, spec, mod)
+            number = None if mod["record_key"] is None else int(mod["record_key"])
+            self._requester_may(conn, spec, mod, number)
             operation: Operation = mod["operation"]
             values = (validate(spec, operation, mod["payload"])
                       if operation in ("create", "update") else {})
-            number = None if mod["record_key"] is None else int(mod["record_key"])
             if number is not None:
                 target = crud_sql.read_record(conn, spec.name, number,
                                               RowScope(tenants=(mod["tenant"],)), lock=True)
@@ -248,12 +248,14 @@ class CrudService:
         return spec
 
     @staticmethod
-    def _requester_may(conn: Connection, spec: CrudEntity, mod: dict[str, Any]) -> None:
+    def _requester_may(conn: Connection, spec: CrudEntity, mod: dict[str, Any],
+                       number: int | None) -> None:
         """:class:`PermissionDeniedError` unless the person who requested ``mod`` may still
-        make it: an approval applies a change with its requester's authority as it stands
-        now (as a confirmed assistant write is checked again when confirmed). A requester
-        deleted, made a guest, moved to another tenant, without the operation's permission,
-        or no longer seeing the target record, leaves the modification to be disapproved."""
+        make it (on record ``number``; ``None`` for a create): an approval applies a change
+        with its requester's authority as it stands now (as a confirmed assistant write is
+        checked again when confirmed). A requester deleted, made a guest, moved to another
+        tenant, without the operation's permission, or no longer seeing the target record,
+        leaves the modification to be disapproved."""
         operation: Operation = mod["operation"]
         requester = (None if mod["requested_by"] is None
                      else people_sql.person_by_id(conn, mod["requested_by"]))
@@ -269,7 +271,6 @@ class CrudService:
             raise PermissionDeniedError(
                 f"{requester.name}, who requested this modification, may no longer make it "
                 f"({permission} in tenant {mod['tenant']!r}): disapprove it")
-        number = None if mod["record_key"] is None else int(mod["record_key"])
         if number is not None and crud_sql.read_record(
                 conn, spec.name, number, acl.row_scope(requester, spec)) is None:
             raise PermissionDeniedError(
