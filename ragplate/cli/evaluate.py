@@ -11,6 +11,7 @@ from rich.table import Table
 
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.cli import evaluate_assistant, evaluate_content
+from ragplate.cli.numbers import fraction
 from ragplate.cli.output import console, examples, print_json, quiet_expected_errors
 
 
@@ -47,10 +48,10 @@ def documentation(
         "--cases", help="Also write each case's expected labels, returned labels and first "
         "relevant rank to this JSON file (refused for a private dataset).")] = None,
     min_hit_at_5: Annotated[float | None, typer.Option(
-        "--min-hit-at-5", min=0.0, max=1.0,
+        "--min-hit-at-5", parser=fraction(), metavar="FLOAT",
         help="Exit 1 (after writing the report) when hit@5 is below this figure.")] = None,
     min_mrr: Annotated[float | None, typer.Option(
-        "--min-mrr", min=0.0, max=1.0,
+        "--min-mrr", parser=fraction(), metavar="FLOAT",
         help="Exit 1 (after writing the report) when MRR is below this figure.")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:

@@ -19,6 +19,7 @@ from ragplate.cli.evaluate_content import (
     run_flow,
     warn_idle_reranker,
 )
+from ragplate.cli.numbers import fraction
 from ragplate.cli.output import console, print_json, quiet_expected_errors
 
 
@@ -28,12 +29,14 @@ def tune_retrieval(
                                       "a list of parameter sets.")] = "default",
     metric: Annotated[str, typer.Option(help="The metric candidates are ranked by.")] = (
         "ndcg_at_5"),
-    holdout: Annotated[float, typer.Option(min=0.0, max=0.99, help="Share of the cases kept "
-                                           "out of the selection (0 disables).")] = 0.3,
+    holdout: Annotated[float, typer.Option(
+        parser=fraction(0.0, 0.99), metavar="FLOAT",
+        help="Share of the cases kept out of the selection (0 disables).")] = 0.3,
     min_class_cases: Annotated[int, typer.Option(min=1, help="Fewest selection cases for a "
                                                  "class override.")] = 8,
-    class_margin: Annotated[float, typer.Option(min=0.0, max=1.0, help="Gain over the "
-                                                "overall winner a class override needs.")] = 0.01,
+    class_margin: Annotated[float, typer.Option(
+        parser=fraction(), metavar="FLOAT",
+        help="Gain over the overall winner a class override needs.")] = 0.01,
     noise_margin: Annotated[str, typer.Option(help="auto (one case: 1 / selection cases, at "
                                               "least 0.01), a number from 0 to 1, or 0 (off)."
                                               )] = "auto",
@@ -76,8 +79,9 @@ def tune_floor(
     index: Annotated[IndexName, typer.Option(help="The index the dataset targets.")],
     dataset: Annotated[Path, typer.Option(help="Documentation dataset (JSON) with no-answer "
                                           "cases (expect_refusal).")],
-    holdout: Annotated[float, typer.Option(min=0.0, max=0.99, help="Share of the cases kept "
-                                           "out of the choice (0 disables).")] = 0.3,
+    holdout: Annotated[float, typer.Option(
+        parser=fraction(0.0, 0.99), metavar="FLOAT",
+        help="Share of the cases kept out of the choice (0 disables).")] = 0.3,
     max_lost: Annotated[int, typer.Option(min=0, help="Answered cases the floor may drop out "
                                           "of the top 5.")] = 0,
     retrieval: Annotated[Retrieval | None, typer.Option(
