@@ -177,8 +177,8 @@ def _recorded(settings: Settings) -> LocalServer | None:
 
 
 def _server_pid(settings: Settings) -> int | None:
-    """Pid of the running server recorded in the pid file, if any."""
-    server = _recorded(settings)
+    """Pid of this home's running server, recorded in the pid file or not."""
+    server = _this_homes(settings)
     return None if server is None else server.pid
 
 
@@ -363,15 +363,29 @@ def start(settings: Settings, *, timeout: float = 90, announce: bool = True) -> 
         return _wait_healthy(settings, pid, port, timeout)
 
 
-def _adopt(settings: Settings) -> LocalServer | None:
-    """This home's server listening on RAGPLATE_PREFECT_PORT without a pid file (it was
-    removed): recorded again rather than taken for someone else's."""
+def _unrecorded(settings: Settings) -> LocalServer | None:
+    """This home's server listening on RAGPLATE_PREFECT_PORT although its pid file is
+    missing or emptied: it is this home's, not someone else's."""
     pid = _listener_pid(settings.prefect_port)
     if pid is None or not _is_our_server(pid, settings):
         return None
-    (settings.run_dir / PID_FILE).write_text(
-        f"{pid}\n{settings.prefect_port}\n{settings.prefect_port}\n")
     return LocalServer(pid, settings.prefect_port, settings.prefect_port)
+
+
+def _this_homes(settings: Settings) -> LocalServer | None:
+    """This home's running server: the pid file's, else one on RAGPLATE_PREFECT_PORT whose
+    pid file was removed or emptied."""
+    return _recorded(settings) or _unrecorded(settings)
+
+
+def _adopt(settings: Settings) -> LocalServer | None:
+    """This home's server listening without a pid file (:func:`_unrecorded`), recorded
+    again rather than taken for someone else's."""
+    server = _unrecorded(settings)
+    if server is not None:
+        (settings.run_dir / PID_FILE).write_text(
+            f"{server.pid}\n{server.port}\n{server.requested}\n")
+    return server
 
 
 def _group_alive(pgid: int) -> bool:
@@ -428,7 +442,7 @@ def status(settings: Settings) -> dict[str, Any]:
         return {"running": ok, "pid": None, "url": external, "ui_url": ui_url(external),
                 "port": None, "healthy": ok, "external": True, "other_port": False,
                 "holder": None}
-    server = _recorded(settings)
+    server = _this_homes(settings)
     port = settings.prefect_port if server is None else server.port
     url = api_url_on(port)
     holder = None
@@ -499,7 +513,7 @@ def running_api_url(settings: Settings) -> str | None:
     external = external_api_url()
     if external is not None:
         return external if reachable(external, timeout=2.0) else None
-    server = _recorded(settings)
+    server = _this_homes(settings)
     if server is None or _on_other_port(server, settings):
         return None
     url = api_url_on(server.port)

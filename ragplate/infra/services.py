@@ -6,7 +6,7 @@ A service configured from outside (``RAGPLATE_DATABASE_URL``, ``PREFECT_API_URL`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import unquote
 
 import sqlalchemy as sa
@@ -167,4 +167,9 @@ def status(settings: Settings) -> list[ServiceState]:
         pg = _external_postgres(settings)
     else:
         pg = _embedded_postgres(settings, "")
-    return [pg, _prefect(settings)]
+    prefect = _prefect(settings)
+    if prefect.running and not pg.running and prefect_server.external_api_url() is None:
+        # The process answers its health check, but its state lives in PostgreSQL.
+        prefect = replace(prefect, detail=f"{prefect.detail}; its database (PostgreSQL) is "
+                          "down: flow runs fail until `ragplate up`")
+    return [pg, prefect]

@@ -210,6 +210,44 @@ def test_another_homes_server_on_the_port_is_named_and_up_takes_a_free_port(
 
 
 @pytest.mark.slow
+def test_a_server_whose_pid_file_was_emptied_is_still_this_homes(
+    svc_settings: Settings, started: dict[str, ServiceState]
+) -> None:
+    pid_file = svc_settings.run_dir / prefect_server.PID_FILE
+    pid_file.write_text("")
+
+    prefect = _by_name(services.status(svc_settings))["prefect"]
+
+    # Not "held by the Prefect server of another RAGPLATE_HOME": it is this home's.
+    assert prefect.running and prefect.pid == started["prefect"].pid
+    assert prefect.detail == "running"
+    assert prefect_server.running_api_url(svc_settings) == started["prefect"].api_url
+    assert pid_file.read_text() == ""  # status writes nothing; `up` records it again
+    assert _by_name(services.up(svc_settings))["prefect"].pid == started["prefect"].pid
+    assert pid_file.read_text().split()[0] == str(started["prefect"].pid)
+    pid_file.write_text("")
+    assert prefect_server.stop(svc_settings)  # `down` finds it too
+    assert not psutil.pid_exists(started["prefect"].pid) or psutil.Process(
+        started["prefect"].pid).status() == psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.slow
+def test_status_says_when_prefect_runs_without_its_database(
+    svc_settings: Settings, started: dict[str, ServiceState]
+) -> None:
+    assert postgres.stop(svc_settings.home)
+    try:
+        states = _by_name(services.status(svc_settings))
+
+        assert not states["postgresql"].running
+        assert states["prefect"].running and states["prefect"].pid == started["prefect"].pid
+        assert states["prefect"].detail == ("running; its database (PostgreSQL) is down: "
+                                            "flow runs fail until `ragplate up`")
+    finally:
+        services.up(svc_settings)
+
+
+@pytest.mark.slow
 def test_down_stops_both_and_is_idempotent(
     svc_settings: Settings, started: dict[str, ServiceState]
 ) -> None:
