@@ -118,8 +118,18 @@ def flow_progress(json_output: bool) -> Iterator[None]:
             tasks[label] = bar.add_task(label, total=total)
         bar.update(tasks[label], completed=done, total=total)
 
-    with bar, progress.listening(on_progress), _logs_above(bar):
-        yield
+    bar.start()
+    try:
+        with progress.listening(on_progress), _logs_above(bar):
+            yield
+    finally:
+        if tasks:
+            bar.stop()
+        else:
+            # No bar was drawn: Progress.stop would still print the empty display and a
+            # line, a blank line above the command's table.
+            bar.live.transient = True
+            bar.live.stop()
 
 
 @contextmanager

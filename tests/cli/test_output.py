@@ -269,3 +269,22 @@ def test_json_output_escapes_what_a_terminal_would_obey_and_reads_back_the_same(
     assert not any(c in printed for c in "\x9b\u202e\u202c\x1b")
     assert "\\u009b" in printed and "é 日本" in printed  # other text stays as it is
     assert json.loads(printed) == data
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
+def test_a_run_that_reports_no_progress_leaves_no_blank_line(
+        monkeypatch: pytest.MonkeyPatch, terminal: bool) -> None:
+    from rich.console import Console
+
+    from ragplate.tasks import progress
+
+    screen = io.StringIO()
+    monkeypatch.setattr(output, "console", Console(file=screen, force_terminal=terminal,
+                                                   width=100))
+    with output.flow_progress(json_output=False):
+        pass
+    assert "\n" not in screen.getvalue()
+
+    with output.flow_progress(json_output=False):
+        progress.report("developer index", 1, 1)
+    assert "developer index" in screen.getvalue()  # a bar that was drawn stays
