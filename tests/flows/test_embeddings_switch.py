@@ -234,6 +234,8 @@ def test_spent_rounds_fail_naming_the_chunk_then_abandon_restores_the_previous_m
 
     assert restored.result()["outcome"] == "restored"
     assert_serves(runtime, before)
+    # The previous model still served: there was no second model to gate against.
+    assert read_state(runtime.engine).last["gate"] is None
 
 
 def test_abandon_keeps_sources_indexed_with_path_while_the_switch_was_failed(

@@ -180,6 +180,10 @@ def run_verify(ctx: PhaseContext) -> SwitchState:
     faults.checkpoint("verify")
     if problems:
         raise ctx.fail("verify", "check", "; ".join(problems))
+    if gate.compares_nothing(ctx.runtime, state.target or ""):
+        log.info("%s serves already (the switch is abandoned): no evaluation gate",
+                 state.target)
+        return _advance(ctx, "activate", plan=None, gate=None)
     result = gate.evaluate(ctx.runtime, state.target or "")
     outcome = {**result.as_dict(), "forced": False}
     if not result.measured:
