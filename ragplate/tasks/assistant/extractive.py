@@ -214,7 +214,42 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
         if rank not in order:
             order.append(rank)
     sentences = [Sentence(text, order.index(rank) + 1) for rank, _p, text, _t in chosen]
-    return Extract(sentences, [hits[rank] for rank in order])
+    return Extract(one_introduction(sentences), [hits[rank] for rank in order])
+
+
+def one_introduction(sentences: list[Sentence]) -> list[Sentence]:
+    """Items of one list quoted one after the other, each read after the sentence that
+    introduces the list (see :func:`prose_sentences`), become one sentence: the
+    introduction once, the items joined by a semicolon ("The probe exits in these cases:
+    the server is down (3); the model differs (4).")."""
+    merged: list[Sentence] = []
+    for sentence in sentences:
+        last = merged[-1] if merged else None
+        lead = None if last is None or last.citation != sentence.citation else (
+            _shared_introduction(last.text, sentence.text))
+        if last is None or lead is None:
+            merged.append(sentence)
+            continue
+        item = sentence.text[len(lead):]
+        head = last.text[:-1] if last.text.endswith(".") else last.text
+        merged[-1] = Sentence(f"{head}; {item}", last.citation)
+    return merged
+
+
+def _shared_introduction(first: str, second: str) -> str | None:
+    """The introduction (up to its colon and the space after it) both sentences start
+    with, when each goes on with a list item in lower case; else ``None``."""
+    common = 0
+    for a, b in zip(first, second, strict=False):
+        if a != b:
+            break
+        common += 1
+    end = first.rfind(": ", 0, common) if common > 2 else -1
+    if end < 0:
+        return None
+    lead = first[:end + 2]
+    items = (first[len(lead):], second[len(lead):])
+    return lead if all(item[:1].islower() for item in items) else None
 
 
 Candidate = tuple[int, int, str, set[str]]

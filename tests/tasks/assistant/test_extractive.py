@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from ragplate.tasks.assistant.extractive import (
     NEAR_POOL,
+    Sentence,
     _near_enough,
     compose,
     extract,
+    one_introduction,
     prose_sentences,
 )
 from ragplate.tasks.assistant.scope import requested_module
@@ -152,6 +154,33 @@ def test_the_answer_reads_on_from_its_best_sentence() -> None:
         "Approvers see pending changes in the approvals queue.",
         "That queue lists the oldest change first."]
     assert "Exports run every night." not in [s.text for s in chosen.sentences]
+
+
+def test_items_of_one_list_quoted_together_share_their_introduction() -> None:
+    hits = [hit("Probe", "The probe exits with a non-zero code in these cases:\n\n"
+                "- the probe cannot reach the server (exit code 3).\n"
+                "- the probe gets vectors of another length (exit code 4).\n")]
+
+    chosen = extract("When does the probe exit with a non-zero code?", hits, locale="en")
+
+    assert [s.text for s in chosen.sentences] == [
+        "The probe exits with a non-zero code in these cases: the probe cannot reach the "
+        "server (exit code 3); the probe gets vectors of another length (exit code 4)."]
+
+
+def test_only_list_items_of_one_source_after_one_introduction_are_joined() -> None:
+    lead = "Roots: the default root is the docs folder."
+    same = [Sentence(lead, 1), Sentence("Roots: plus every listed directory.", 1)]
+    other_source = [Sentence(lead, 1), Sentence("Roots: plus every listed directory.", 2)]
+    not_items = [Sentence("Note: Exports run at night.", 1),
+                 Sentence("Note: Imports run at noon.", 1)]
+    no_colon = [Sentence("Exports run at night.", 1), Sentence("Exports run at noon.", 1)]
+
+    assert one_introduction(same) == [Sentence(
+        "Roots: the default root is the docs folder; plus every listed directory.", 1)]
+    assert one_introduction(other_source) == other_source
+    assert one_introduction(not_items) == not_items
+    assert one_introduction(no_colon) == no_colon
 
 
 def test_a_sentence_naming_commands_is_prose_and_a_list_of_options_is_not() -> None:
