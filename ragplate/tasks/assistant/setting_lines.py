@@ -49,15 +49,30 @@ class SettingLine:
     names: frozenset[str]
 
 
+#: The reason phrases of the error statuses a question may name a status by ("409
+#: Conflict").
+_REASONS = ("bad request|unauthorized|payment required|forbidden|not found|method not allowed"
+            "|not acceptable|request timeout|conflict|gone|precondition failed"
+            "|(?:payload|content) too large|unsupported media type"
+            "|unprocessable (?:entity|content)|locked|too many requests"
+            "|internal server error|not implemented|bad gateway|service unavailable"
+            "|gateway timeout")
 #: An exit code or an HTTP status a question asks of: "exit code 3", "exits with code 1",
-#: "HTTP 409", "status 503" (100 to 599), and an error status a request "returns",
-#: "answers" or "gets" ("the API answers 503", "returns a 409": 400 to 599, so that
-#: "returns 100 results" names none).
+#: "HTTP 409", "status 503" (100 to 599); and an error status (400 to 599, so that
+#: "returns 100 results" or "a 300 ms wait" names none) a request "returns", "answers" or
+#: "gets" ("the API answers 503", "returns a 409"), called an error, a response or by its
+#: reason ("error 404", "a 409 error", "503 Service Unavailable"), or asked of on its own
+#: ("What does a 409 mean?", "after a 503,").
 _ASKED_CODE = re.compile(
     r"\b(?:(exit)(?:s|ed)?(?:\s+with)?(?:\s+(?:code|status))?\s+(\d{1,3})"
     r"|(?:HTTP|status)(?:\s+(?:status|code))?\s+([1-5]\d\d)"
     r"|(?:return|answer|respond|get|give)(?:s|ed)?(?:\s+with)?(?:\s+an?)?(?:\s+HTTP)?"
-    r"(?:\s+(?:status|code))?\s+([45]\d\d))\b", re.IGNORECASE)
+    r"(?:\s+(?:status|code))?\s+([45]\d\d)"
+    r"|error\s+(?:code\s+)?([45]\d\d)"
+    r"|([45]\d\d)(?=\s+(?:error|response|status|" + _REASONS + r")\b)"
+    r"|(?:an?|the)\s+([45]\d\d)(?=\s*(?:[?!,;:)]|\.(?!\d)|$)"
+    r"|\s+(?:mean|means|meant|from|when|if|after|returned|sent|answered|raised)\b)"
+    r")\b", re.IGNORECASE)
 #: How a text names an exit code: "exit code 3", "exits with 3", "Exit code: 3" (a table
 #: row read with its heading).
 _EXIT_CODE = r"\bexit\w*(?:\s+with)?(?:\s+(?:code|status))?:?\s+{}(?!\w)"
@@ -69,7 +84,7 @@ def asked_names(question: str) -> set[str]:
     names = set(SETTING_NAME.findall(question))
     for match in _ASKED_CODE.finditer(question):
         names.add(f"exit code {match.group(2)}" if match.group(1)
-                  else match.group(3) or match.group(4))
+                  else next(code for code in match.groups()[2:] if code))
     return names
 
 

@@ -166,6 +166,22 @@ def test_an_exit_code_or_an_http_status_asked_of_is_a_name_an_answer_must_hold()
     assert named_in({"409"}, "Version 4090 is not a status.") == set()
 
 
+def test_an_error_status_named_as_an_error_by_its_reason_or_on_its_own_is_asked_of():
+    assert asked_names("What does a 409 mean?") == {"409"}
+    assert asked_names("Error 403: 'This action is unauthorized.' on Roles") == {"403"}
+    assert asked_names("a 409 error when confirming a proposal") == {"409"}
+    assert asked_names("503 Service Unavailable from /v1/help") == {"503"}
+    assert asked_names("I got 429 Too Many Requests, now what?") == {"429"}
+    assert asked_names("When is a 503 returned?") == {"503"}
+    assert asked_names("After a 503, should a client retry?") == {"503"}
+    # A quantity is no status: a duration, a size, a count, a page size.
+    assert asked_names("Why does it wait a 500 ms timeout?") == set()
+    assert asked_names("Is a 400-word limit enough for an excerpt?") == set()
+    assert asked_names("Can I upload the 500 MB file?") == set()
+    assert asked_names("Does it keep 404 old versions?") == set()
+    assert asked_names("We logged 500 errors last night, is that many?") == set()
+
+
 def test_a_table_row_or_list_item_stating_an_exit_code_is_quoted_with_its_heading():
     assert texts(setting_lines(EXIT_CODES, {"exit code 3"})) == [
         "Exit code: 3; Kind: Database failures.",
