@@ -10,7 +10,9 @@ enters, naming the field.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from ragplate.catalog.errors import InvalidInputError
 
@@ -94,3 +96,44 @@ def terminal_safe(text: str) -> str:
     a carriage return, backspace or form feed dropped as Rich drops them. For text from
     people or documents: a question in the analytics report, a record in search results."""
     return _TERMINAL_CONTROLS.sub(_shown, _DROPPED.sub("", text))
+
+
+#: What a model's text may not bring in: NUL and the other C0 controls but tab, newline
+#: and carriage return, DEL, C1 controls, the bidi overrides and isolates that make a line
+#: show other than it reads, and lone surrogates (which cannot be stored or encoded).
+_MODEL_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+                             "\ud800-\udfff]")
+
+
+def model_text(text: str) -> str:
+    """A chat model's ``text`` without the characters it may not bring in (see
+    :data:`_MODEL_CONTROLS`): an answer is shown to people and stored in PostgreSQL, and
+    neither should obey or choke on them."""
+    return _MODEL_CONTROLS.sub("", text)
+
+
+def model_data(value: Any) -> Any:
+    """JSON data a chat model wrote (a tool call's arguments) with :func:`model_text`
+    applied to every key and string."""
+    return _strings(value, model_text)
+
+
+#: What PostgreSQL ``text`` and ``jsonb`` cannot hold: NUL, and lone surrogates.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(value: Any) -> Any:
+    """``value`` (text, or JSON data) with every character PostgreSQL cannot store replaced
+    by U+FFFD, in keys and strings alike: what is stored is checked where it enters, and
+    this keeps a character that slipped past a check from failing the whole write."""
+    return _strings(value, lambda text: _UNSTORABLE.sub("\ufffd", text))
+
+
+def _strings(value: Any, change: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {_strings(key, change): _strings(item, change) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strings(item, change) for item in value]
+    return value

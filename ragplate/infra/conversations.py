@@ -13,6 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ragplate.catalog.schema import conversations, messages, write_proposals
+from ragplate.catalog.text import storable
 
 
 @dataclass(frozen=True)
@@ -132,8 +133,10 @@ def insert_message(conn: sa.Connection, *, conversation_id: uuid.UUID, role: str
                    citations: list[dict[str, Any]] | None = None,
                    metadata: dict[str, Any] | None = None) -> StoredMessage:
     """Append a message to a conversation."""
+    # Checked where it entered; a character PostgreSQL cannot hold that a model's answer
+    # or a tool's data still carried must not lose the person's question with the answer.
     row = conn.execute(messages.insert().values(
-        conversation_id=conversation_id, role=role, text=text, status=status,
-        refusal_category=refusal_category, citations=citations or [],
-        metadata=metadata or {}).returning(*messages.c)).one()
+        conversation_id=conversation_id, role=role, text=storable(text), status=status,
+        refusal_category=refusal_category, citations=storable(citations or []),
+        metadata=storable(metadata or {})).returning(*messages.c)).one()
     return _message(row)

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from ragplate.catalog.errors import InvalidInputError
-from ragplate.catalog.text import check_text, terminal_safe, text_problem
+from ragplate.catalog.text import (
+    check_text,
+    model_data,
+    model_text,
+    storable,
+    terminal_safe,
+    text_problem,
+)
 
 
 @pytest.mark.parametrize(("value", "problem"), [
@@ -49,3 +56,18 @@ def test_check_text_names_the_field() -> None:
 def test_terminal_safe_shows_every_control_a_terminal_would_obey(value: str,
                                                                  shown: str) -> None:
     assert terminal_safe(value) == shown
+
+
+def test_a_models_text_loses_what_it_may_not_bring_in_and_keeps_what_it_may() -> None:
+    assert model_text("a\x00b\x1b[2Jc\u202ed\u2066e\ud800f") == "ab[2Jcdef"
+    assert model_text("tab\there\r\nnew line, \u200f mark, émoji 🙂") == (
+        "tab\there\r\nnew line, \u200f mark, émoji 🙂")
+    assert model_data({"k\x00ey": ["v\u202ealue", 3, None, {"n": "x\x00"}]}) == {
+        "key": ["value", 3, None, {"n": "x"}]}
+
+
+def test_storable_replaces_what_postgresql_cannot_hold_in_keys_and_values() -> None:
+    assert storable("a\x00b\ud800") == "a\ufffdb\ufffd"
+    assert storable({"k\x00": ("x", 1.5, True, {"y": "\udc00"})}) == {
+        "k\ufffd": ["x", 1.5, True, {"y": "\ufffd"}]}
+    assert storable("plain text") == "plain text"

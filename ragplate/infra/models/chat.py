@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ragplate.catalog.errors import ChatModelError, ConfigurationError
 from ragplate.catalog.settings import Settings
+from ragplate.catalog.text import model_text
 from ragplate.infra.models.config import env_name, safe_url
 from ragplate.infra.models.errors import FAILED, describe
 from ragplate.infra.models.request_id import HEADER, new_request_id
@@ -213,7 +214,7 @@ def parse_reply(payload: Any) -> ChatReply:
     if not isinstance(calls, list):
         raise _NotACompletion("the answer's tool_calls is not a list")
     return ChatReply(
-        content=content,
+        content=None if content is None else model_text(content),
         tool_calls=tuple(_tool_call(call, i) for i, call in enumerate(calls)),
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
     )

@@ -24,6 +24,7 @@ from typing import Any, Final, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ragplate.catalog.errors import RagplateError, StructuredOutputError
+from ragplate.catalog.text import model_data
 from ragplate.infra.models.chat import ChatModel, ChatReply, ToolCall
 
 __all__ = [
@@ -175,7 +176,7 @@ def _run_tool(call: ToolCall, tools: dict[str, Tool], runs: dict[str, int]) -> s
     # never reach the limit.
     runs[tool.name] = runs.get(tool.name, 0) + 1
     try:
-        arguments = json.loads(call.arguments)
+        arguments = model_data(json.loads(call.arguments))
         if not isinstance(arguments, dict):
             raise TypeError("tool arguments are not a JSON object")
         result = tool.handler(arguments)
@@ -276,12 +277,15 @@ def _parse(content: str | None, schema: type[T]) -> tuple[T | None, list[str]]:
     if not content or not content.strip():
         return None, ["the answer has no text; send a JSON object"]
     try:
-        data = json.loads(extract_json(content))
+        # A JSON escape can carry what the reply's text could not (model_text).
+        data = model_data(json.loads(extract_json(content)))
     except json.JSONDecodeError as exc:
         # The decoder's message names a position, not the text.
         return None, [
             f"the answer is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         ]
+    except RecursionError:
+        return None, ["the answer nests arrays or objects too deeply"]
     try:
         return schema.model_validate(data), []
     except ValidationError as exc:

@@ -289,6 +289,29 @@ def test_a_fenced_json_answer_is_accepted_without_retry(chat: tuple[ChatDouble, 
     assert len(double.requests()) == 1
 
 
+def test_an_answer_nested_too_deeply_is_retried_not_a_crash(
+        chat: tuple[ChatDouble, Any]) -> None:
+    double, client = chat
+    double.add(Text('{"allowed":' * 20000 + "true" + "}" * 20000),
+               Text('{"allowed": true, "reason": "ok"}'))
+
+    assert structured(client, MESSAGES, Verdict, max_retries=1).allowed is True
+    assert "nests arrays or objects too deeply" in double.bodies()[1]["messages"][-1]["content"]
+
+
+def test_what_a_model_may_not_bring_in_is_taken_out_of_its_text_and_tool_arguments(
+        chat: tuple[ChatDouble, Any]) -> None:
+    double, client = chat
+    handler = Handler()
+    double.add(ToolCalls.of(("search_docs", {"query": "emb\u0000ed\u202eding"})),
+               Text("Declare\u0000 it \u202ein the catalog\ud800."))
+
+    result = run_agent(client, MESSAGES, tools=[search_tool(handler)])
+
+    assert handler.calls == [{"query": "embedding"}]
+    assert result.text == "Declare it in the catalog."
+
+
 def test_an_answer_that_is_not_json_is_retried(chat: tuple[ChatDouble, Any]) -> None:
     double, client = chat
     double.add(Text("I think it is allowed."), Text('{"allowed": true, "reason": "ok"}'))
