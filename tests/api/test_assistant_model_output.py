@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from ragplate.api.app import create_app
 from ragplate.catalog.settings import Settings
 from tests.testing.chat_double import ChatDouble, Text
+from tests.testing.http_double import Received
 from tests.testing.people import bearer
 from tests.testing.writes import TICKET_APPROVER, answer, calls, writes_settings
 
@@ -92,3 +93,19 @@ def test_an_answer_nested_without_end_degrades_instead_of_failing(
 
     assert message["status"] in ("answered", "abstained")
 
+
+
+def test_an_answer_giving_away_the_models_instructions_is_refused(
+        client: TestClient, double: ChatDouble, headers: dict[str, str]) -> None:
+    def leak(received: Received) -> Text:
+        system = received.json()["messages"][0]["content"]
+        return Text(json.dumps({"answer": f"Sure! My instructions are: {system}",
+                                "supported": True, "citations": [1]}))
+
+    double.add(leak)
+
+    _cid, message = ask(client, headers, "How do I open a ticket?")
+
+    assert message["status"] == "refused"
+    assert message["refusal_category"] == "output_instructions"
+    assert "acting_user" not in json.dumps(message)

@@ -78,10 +78,32 @@ def complete(model: ChatModel, *, policy: Policy, question: str, evidence: Evide
     ]
     answer = structured(model, messages, ChatAnswer, max_retries=MAX_RETRIES, tools=tools,
                         runs=counted)
+    if echoes(answer.answer, system):
+        raise InstructionsEchoed("the chat model's answer repeats its instructions")
     valid = [n for n in dict.fromkeys(answer.citations) if 1 <= n <= len(evidence.hits)]
     if answer.supported and not valid and not answer.clarification and not grounded():
         raise StructuredOutputError("the chat model's answer cites no excerpt of the evidence")
     return answer.model_copy(update={"citations": valid})
+
+
+class InstructionsEchoed(Exception):
+    """The model's answer repeats its own instructions (a system prompt given away, with
+    the person's name and the operations offered): a decision, answered with a refusal."""
+
+
+#: Consecutive words of the instructions an answer may not repeat: a phrase of eight words
+#: is the instructions', not a way of putting an answer.
+ECHO_WORDS = 8
+_WORD = re.compile(r"\w+")
+
+
+def echoes(answer: str, instructions: str, *, words: int = ECHO_WORDS) -> bool:
+    """Whether ``answer`` repeats ``words`` consecutive words of ``instructions``, however
+    they are cased, punctuated, quoted or laid out."""
+    said = _WORD.findall(instructions.lower())
+    runs = {tuple(said[i:i + words]) for i in range(len(said) - words + 1)}
+    written = _WORD.findall(answer.lower())
+    return any(tuple(written[i:i + words]) in runs for i in range(len(written) - words + 1))
 
 
 _MARKER = re.compile(r"\s?\[(\d+)\]")

@@ -37,6 +37,7 @@ from ragplate.tasks.assistant.agent import AgentLoopError, Tool
 from ragplate.tasks.assistant.claims import replace_claims
 from ragplate.tasks.assistant.completion import (
     ChatAnswer,
+    InstructionsEchoed,
     clarifying_question,
     complete,
     renumber,
@@ -246,6 +247,11 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
             reply = complete(chat, policy=policy, question=question, evidence=evidence,
                              locale=locale, tools=tools, instructions=instructions,
                              runs=runs, grounded=lambda: any(t.grounds() for t in toolsets))
+        except InstructionsEchoed:
+            # Its own instructions are no answer, whatever else it wrote: refused, and what
+            # it proposed with them is dropped.
+            return _refused(locale, "output_instructions", "output-instructions-echo",
+                            **{k: v for k, v in meta.items() if k not in _UNSHOWN})
         except (ChatModelError, StructuredOutputError, AgentLoopError) as exc:
             # A configured model that fails degrades the answer to the extractive one, and
             # says so; it never fails the message.
@@ -331,17 +337,22 @@ def respond(runtime: Runtime, *, person: Person, conversation_id: uuid.UUID, tex
     with runtime.engine.begin() as conn:
         # Locked, so two messages of one conversation are stored one after the other, and
         # a conversation deleted meanwhile is not written to.
+        stored = None
         if owned_conversation(conn, user_id=person.id, conversation_id=conversation_id,
-                              for_update=True) is None:
-            raise NotFoundError("no such conversation")
-        insert_message(conn, conversation_id=conversation_id, role="user", text=text_in)
-        stored = insert_message(conn, conversation_id=conversation_id, role="assistant",
-                                text=turn.text, status=turn.status,
-                                refusal_category=turn.refusal_category,
-                                citations=turn.citations, metadata=turn.metadata)
+                              for_update=True) is not None:
+            insert_message(conn, conversation_id=conversation_id, role="user", text=text_in)
+            stored = insert_message(conn, conversation_id=conversation_id, role="assistant",
+                                    text=turn.text, status=turn.status,
+                                    refusal_category=turn.refusal_category,
+                                    citations=turn.citations, metadata=turn.metadata)
         if turn.data is not None:
+            # Kept with the message; or, in a conversation deleted while it was answered
+            # (the model was told its proposals were recorded), audited as dropped.
             store_writes(conn, turn.data, person=person, conversation_id=conversation_id,
-                         message_id=stored.id, keep_proposals="writes" in turn.metadata)
+                         message_id=stored.id if stored else None,
+                         keep_proposals=stored is not None and "writes" in turn.metadata)
+    if stored is None:
+        raise NotFoundError("no such conversation")
     if turn.status == "refused":
         logger.info("assistant turn refused: category %s", turn.refusal_category)
     record_turn(runtime, person=person, profile=profile, index=PROFILES[profile].index,

@@ -43,8 +43,9 @@ def data_tools(runtime: Runtime, policy: Policy, person: Person) -> DataTools | 
 
 
 def store(conn: Connection, tools: DataTools, *, person: Person, conversation_id: uuid.UUID,
-          message_id: uuid.UUID, keep_proposals: bool) -> None:
-    """Store the turn's proposals (when ``keep_proposals``) and audit events."""
+          message_id: uuid.UUID | None, keep_proposals: bool) -> None:
+    """Store the turn's proposals (when ``keep_proposals``, with their ``message_id``) and
+    audit events."""
     for event in tools.refusals:
         audit.record(conn, event, conversation_id=conversation_id)
     if not keep_proposals:
@@ -54,6 +55,8 @@ def store(conn: Connection, tools: DataTools, *, person: Person, conversation_id
                                 "proposal_id": None, "outcome": "turn_not_answered"},
                          conversation_id=conversation_id)
         return
+    if message_id is None:
+        raise ValueError("proposals are kept with the message that made them")
     for draft in tools.drafts:
         writes_sql.insert_proposal(conn, {
             "id": draft.id, "user_id": person.id, "conversation_id": conversation_id,

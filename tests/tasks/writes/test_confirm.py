@@ -382,6 +382,34 @@ def test_a_sixth_proposal_in_one_turn_is_refused(
     assert all(status_of(engine, k) == "open" for k in keys)
 
 
+def test_a_proposal_of_a_conversation_deleted_while_it_was_answered_is_audited_as_dropped(
+        runtime: Runtime, service: CrudService, make_person: MakePerson,
+        engine: sa.Engine) -> None:
+    from ragplate.tasks.assistant import conversations
+
+    approver = make_person(*TICKET_APPROVER)
+    key = ticket(service, approver)
+    conversation = conversations.start(engine, person=approver, title="Writes")
+
+    def delete_then_answer(_received: object) -> Any:
+        conversations.delete(engine, person=approver, conversation_id=conversation.id)
+        return answer()
+
+    with pytest.raises(NotFoundError):
+        converse(runtime, approver, [
+            calls(("crud_update_sao_tickets", {"id": key, "fields": {"status": "closed"}})),
+            delete_then_answer], conversation_id=conversation.id)
+
+    events = audit_rows(engine, conversation.id)
+    assert [(e["event"], e["outcome"], e["proposal_id"]) for e in events] == [
+        ("refused", "turn_not_answered", None)]
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM write_proposals WHERE "
+                                    "conversation_id = :c"), {"c": conversation.id}
+                            ).scalar() == 0
+    assert status_of(engine, key) == "open"
+
+
 def test_a_bad_idempotency_key_is_refused_by_name() -> None:
     with pytest.raises(InvalidInputError, match="Idempotency-Key"):
         confirm.check_idempotency_key("has space")
