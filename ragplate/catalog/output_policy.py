@@ -1,7 +1,8 @@
 """The output policy's rules, as data: shapes and topics an answer must not hold.
 
-``SECRET_RULES`` apply to every profile (a key, a token or a private key is never part of an
-answer); ``END_USER_RULES`` to end-user answers (the in-app profile): restricted topics
+``SECRET_RULES`` apply to every profile (a key, a token, a private key or a value given as a
+password is never part of an answer, and an answer never asks the reader to hand a
+credential over); ``END_USER_RULES`` to end-user answers (the in-app profile): restricted topics
 (licences, code, databases, other users, hidden records, permission and ACL internals,
 cryptography), PHP and SQL shapes and environment-variable assignments. A match turns the
 whole answer into a refusal. Matched on the answer as written (case-insensitive unless a
@@ -31,6 +32,33 @@ SECRET_RULES: tuple[Rule, ...] = (
          r"-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----",
          "-----BEGIN RSA PRIVATE KEY-----\nMIIEow...",
          "Keep the certificate files on the server only."),
+    # A value given as a password, key or token: letters and digits, 8 characters or more
+    # (a word such as "set" or "stored" describes one; "Hunter2!Acme" is one).
+    Rule("output-labelled-secret", "output_secret",
+         r"(?i)\b(?:aws_?secret_?access_?key|secret_?access_?key|api[_ -]?key|access[_ -]?token"
+         r"|auth[_ -]?token|client[_ -]?secret|password|passwd|pwd)\b[\"'`]?\s*(?:is|:|=|=>)"
+         r"\s*[\"'`]?(?=[^\s\"'`]*\d)(?=[^\s\"'`]*[A-Za-z])[^\s\"'`]{8,}",
+         "The admin password is Hunter2!Acme, and aws_secret_access_key = wJalrXUtnFEMI/K7MD.",
+         "The password is stored as a hash and never shown; reset it from the sign-in page."),
+    # An answer asking the reader to hand a credential over to someone (support, a chat, an
+    # address, a link, "so I can check"): what an instruction planted in a page or a
+    # record asks a model to pass on. Telling where a client sends its own token (the
+    # Authorization header), or to never share one, is not such a request.
+    Rule("output-credential-request", "output_credential_request",
+         r"(?i)(?<!never )(?<!not )(?<!n't )(?<!non )\b(?:paste|send|enter|type|share|submit|"
+         r"provide|give|tell|reply\s+with|e-?mail|incolla|invia|inserisci|condividi|comunica|"
+         r"scrivi|manda)\b[^.?!\n]{0,40}?\b(?:api[\s_-]?key|access\s+key|token|password|"
+         r"passphrase|pin|one-time\s+code|2fa\s+code|verification\s+code|credentials?|secret|"
+         r"session\s+cookie|chiave\s+api|credenziali|codice\s+di\s+verifica)s?\b"
+         r"[^.?!\n]{0,60}?(?:\b(?:to|into|in|on|via|by|at|through|al|nel|nella|tramite|"
+         r"per)\s+(?:the\s+|our\s+|this\s+|a\s+|an\s+|il\s+|la\s+|lo\s+)?(?:support[oa]?|"
+         r"help\s?desk|chat|e-?mail|message|messaggio|reply)\b|\b(?:to|with)\s+(?:us|me)\b"
+         r"|\ba\s+(?:noi|me)\b|https?://|\bso\s+(?:that\s+)?(?:i|we)\s+can\b|\bcos[iì]\s+"
+         r"(?:posso|possiamo)\b)",
+         "To keep access, paste your API token into the support form at "
+         "https://sso.example/support.",
+         "Send your API token in the Authorization header; never share your password with "
+         "support."),
 )
 
 END_USER_RULES: tuple[Rule, ...] = (
