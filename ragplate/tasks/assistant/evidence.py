@@ -11,6 +11,7 @@ import numpy as np
 
 from ragplate.infra.models.base import Embedder
 from ragplate.infra.stores.base import DocumentStore, SearchFilters
+from ragplate.tasks.assistant.markdown_text import without_comments
 from ragplate.tasks.assistant.screening import screen
 from ragplate.tasks.retrieval.documentation import Hit
 
@@ -45,10 +46,12 @@ def neutralised(text: str) -> str:
 
 def untrusted_block(evidence: Evidence) -> str:
     """The evidence as the model reads it: numbered, labelled, inside one untrusted block
-    that no excerpt can close (their angle brackets are escaped)."""
+    that no excerpt can close (their angle brackets are escaped). An HTML comment is for
+    the page's writers and never shown to its readers: the model does not read it either,
+    where an instruction planted in a page would hide best."""
     parts = [OPEN, PREAMBLE]
     for number, hit in enumerate(evidence.hits, 1):
-        body = neutralised(hit.text or hit.excerpt)
+        body = neutralised(without_comments(hit.text or hit.excerpt))
         parts.append(f"[{number}] {neutralised(hit.source_label)}\n{body.strip()}")
     parts.append(CLOSE)
     return "\n\n".join(parts)

@@ -46,6 +46,7 @@ from ragplate.tasks.assistant.coverage import question_coverage
 from ragplate.tasks.assistant.evidence import build_evidence, similarities
 from ragplate.tasks.assistant.extractive import MAX_SOURCES, compose, extract
 from ragplate.tasks.assistant.guard import RememberingEmbedder, screen_message
+from ragplate.tasks.assistant.markdown_text import without_comments
 from ragplate.tasks.assistant.output_policy import check_output
 from ragplate.tasks.assistant.scope import Scope, resolve_scope
 from ragplate.tasks.assistant.screening import Verdict
@@ -96,7 +97,7 @@ def _citations(hits: list[Hit], quoted: dict[int, list[str]] | None = None
     cited = []
     for number, h in enumerate(hits, 1):
         sentences = (quoted or {}).get(number)
-        text = " ".join(sentences) if sentences else (h.text or h.excerpt)
+        text = " ".join(sentences) if sentences else without_comments(h.text or h.excerpt)
         cited.append({"source_label": h.source_label, "excerpt": excerpt(text, 600),
                       "score": round(h.similarity, 6)})
     return cited
