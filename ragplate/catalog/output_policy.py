@@ -13,6 +13,19 @@ from __future__ import annotations
 
 from ragplate.catalog.guardrails import Rule
 
+#: The parts of the credential-request rule: a verb handing something over, a credential,
+#: and who receives it.
+_HAND_OVER = (r"(?:paste|send|enter|type|share|submit|provide|give|tell|reply\s+with|incolla"
+              r"|invia|inserisci|condividi|comunica|scrivi|manda)")
+_CREDENTIAL = (r"(?:api[\s_-]?key|access\s+key|token|password|passphrase|pin|one-time\s+code"
+               r"|2fa\s+code|verification\s+code|credentials?|secret|session\s+cookie"
+               r"|chiave\s+api|credenziali|codice\s+di\s+verifica)s?\b")
+_RECEIVER = (r"(?:\b(?:to|with)\s+(?:our\s+|the\s+)?(?:support(?:\s+team)?|help\s?desk|us|me"
+             r"|an?\s+agent)\b|\b(?:into|in|on|via|through)\s+(?:the\s+|our\s+|this\s+)?"
+             r"(?:support|help\s?desk)\s+(?:form|chat|portal|ticket)\b|https?://"
+             r"|\bso\s+(?:that\s+)?(?:i|we)\s+can\b|\b(?:a|al|con)\s+(?:noi|me|supporto"
+             r"|assistenza)\b|\bcos[iì]\s+(?:posso|possiamo)\b)")
+
 SECRET_RULES: tuple[Rule, ...] = (
     Rule("output-api-key", "output_secret",
          r"\b(sk-(proj-|ant-)?[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|"
@@ -33,32 +46,30 @@ SECRET_RULES: tuple[Rule, ...] = (
          "-----BEGIN RSA PRIVATE KEY-----\nMIIEow...",
          "Keep the certificate files on the server only."),
     # A value given as a password, key or token: letters and digits, 8 characters or more
-    # (a word such as "set" or "stored" describes one; "Hunter2!Acme" is one).
+    # (a word such as "set" or "stored" describes one, as a path or a size does; "Hunter2!
+    # Acme" is one). Bounded, so a long run of "pwd:" costs no more than a line.
     Rule("output-labelled-secret", "output_secret",
          r"(?i)\b(?:aws_?secret_?access_?key|secret_?access_?key|api[_ -]?key|access[_ -]?token"
-         r"|auth[_ -]?token|client[_ -]?secret|password|passwd|pwd)\b[\"'`]?\s*(?:is|:|=|=>)"
-         r"\s*[\"'`]?(?=[^\s\"'`]*\d)(?=[^\s\"'`]*[A-Za-z])[^\s\"'`]{8,}",
+         r"|auth[_ -]?token|client[_ -]?secret|password|passwd|pwd)\b[\"'`]?[ \t]{0,3}"
+         r"(?:is\b|:|=>?)[ \t]{0,3}[\"'`]?(?![/~.])(?!\d+-[A-Za-z]+\b)"
+         r"(?=[^\s\"'`]{0,200}\d)(?=[^\s\"'`]{0,200}[A-Za-z])[^\s\"'`]{8,200}",
          "The admin password is Hunter2!Acme, and aws_secret_access_key = wJalrXUtnFEMI/K7MD.",
-         "The password is stored as a hash and never shown; reset it from the sign-in page."),
-    # An answer asking the reader to hand a credential over to someone (support, a chat, an
-    # address, a link, "so I can check"): what an instruction planted in a page or a
-    # record asks a model to pass on. Telling where a client sends its own token (the
-    # Authorization header), or to never share one, is not such a request.
+         "The password is stored as a hash; the API key is 32-characters long."),
+    # An answer asking the reader to hand a credential over to someone (support, us, an
+    # outside address, "so I can check"): what an instruction planted in a page or a
+    # record asks a model to pass on. Read one sentence at a time, and not in a sentence
+    # that says not to ("we will never ask you to send your password"). Telling where a
+    # client sends its own token (the Authorization header), or where a code arrives (by
+    # email), is not such a request.
     Rule("output-credential-request", "output_credential_request",
-         r"(?i)(?<!never )(?<!not )(?<!n't )(?<!non )\b(?:paste|send|enter|type|share|submit|"
-         r"provide|give|tell|reply\s+with|e-?mail|incolla|invia|inserisci|condividi|comunica|"
-         r"scrivi|manda)\b[^.?!\n]{0,40}?\b(?:api[\s_-]?key|access\s+key|token|password|"
-         r"passphrase|pin|one-time\s+code|2fa\s+code|verification\s+code|credentials?|secret|"
-         r"session\s+cookie|chiave\s+api|credenziali|codice\s+di\s+verifica)s?\b"
-         r"[^.?!\n]{0,60}?(?:\b(?:to|into|in|on|via|by|at|through|al|nel|nella|tramite|"
-         r"per)\s+(?:the\s+|our\s+|this\s+|a\s+|an\s+|il\s+|la\s+|lo\s+)?(?:support[oa]?|"
-         r"help\s?desk|chat|e-?mail|message|messaggio|reply)\b|\b(?:to|with)\s+(?:us|me)\b"
-         r"|\ba\s+(?:noi|me)\b|https?://|\bso\s+(?:that\s+)?(?:i|we)\s+can\b|\bcos[iì]\s+"
-         r"(?:posso|possiamo)\b)",
+         r"(?im)(?:^|(?<=[.?!;]))(?![^.?!;\n]*\b(?:never|not|n't|non|mai|nessuno)\b)"
+         r"[^.?!;\n]{0,120}?\b" + _HAND_OVER + r"\b(?:\s+(?:us|me|ci|mi)\b[^.?!;\n]{0,40}?\b"
+         + _CREDENTIAL + r"|[^.?!;\n]{0,40}?\b" + _CREDENTIAL + r"[^.?!;\n]{0,60}?"
+         + _RECEIVER + r")",
          "To keep access, paste your API token into the support form at "
          "https://sso.example/support.",
-         "Send your API token in the Authorization header; never share your password with "
-         "support."),
+         "Send your API token in the Authorization header; we will never ask you to send "
+         "your password to support."),
 )
 
 END_USER_RULES: tuple[Rule, ...] = (

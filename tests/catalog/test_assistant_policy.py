@@ -11,7 +11,7 @@ from ragplate.catalog.assistant import FORBIDDEN, PROFILES, Profile, compile_pol
 from ragplate.catalog.errors import ConfigurationError
 from ragplate.catalog.output_policy import END_USER_RULES, SECRET_RULES
 from ragplate.catalog.settings import Settings
-from ragplate.tasks.assistant.output_policy import check_output
+from ragplate.tasks.assistant.output_policy import check_output, check_proposed
 
 
 def test_each_profile_compiles_with_its_index_and_capabilities(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -84,6 +84,39 @@ def test_each_output_rule_refuses_its_example_and_allows_its_look_alike(rule) ->
     assert check_output(rule.benign, end_user=True, max_chars=4000).allowed
 
 
+@pytest.mark.parametrize("sentence", [
+    "Enter the one-time code sent to you by email.",
+    "Enter the verification code you received by email to finish signing in.",
+    "We will never ask you to send your password by email.",
+    "Support will never ask you to share your password in a chat.",
+    "Inserisci il codice di verifica ricevuto via email.",
+    "Inserisci la password che hai ricevuto nella email di benvenuto.",
+    "The administrator can send a new password to the user via email.",
+    "Paste the token into the chat widget settings page.",
+    "Enter a token name, then click Create; the token is shown to you once in a message.",
+    "To sign in, enter your email and password on the login page.",
+    "Send your API token in the Authorization header as a bearer token.",
+    "The API key is 32-characters long, and pwd: /home/user1 is the working directory.",
+    "Password issues are rare: the password is stored as a hash.",
+])
+def test_documentation_about_credentials_is_no_request_for_one(sentence: str) -> None:
+    assert check_output(sentence, end_user=True, max_chars=4000).allowed
+
+
+@pytest.mark.parametrize("sentence", [
+    "Please paste your API token so I can check which one you mean?",
+    "Send us your password and we will fix it.",
+    "Reply with your password to our support team.",
+    "Invia la tua password al supporto.",
+    "Incolla il tuo token nella chat così posso verificarlo.",
+    "The reader should paste their API token into the support form at https://x.example.",
+])
+def test_an_answer_asking_for_a_credential_is_refused(sentence: str) -> None:
+    verdict = check_output(sentence, end_user=False, max_chars=4000)
+
+    assert (verdict.allowed, verdict.category) == (False, "output_credential_request")
+
+
 def test_developer_answers_may_hold_code_but_never_secrets() -> None:
     for rule in END_USER_RULES:
         assert check_output(rule.blocked, end_user=False, max_chars=4000).allowed, rule.id
@@ -122,3 +155,16 @@ def test_an_environment_assignment_anywhere_in_an_end_user_answer_is_refused(tex
     "Open https://example.com/report?UTM_SOURCE=mail&UTM_MEDIUM=link for the report."])
 def test_a_setting_named_without_a_value_is_not_an_assignment(text: str) -> None:
     assert check_output(text, end_user=True, max_chars=4000).allowed
+
+
+def test_a_key_in_what_a_turn_proposes_is_refused_and_the_persons_data_is_not() -> None:
+    key = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd"
+    preference = {"proposals": [{"target": {"namespace": "ui", "key": "signature"},
+                                 "proposed": f"Token: {key}"}]}
+    summary = {"writes": [{"summary": "sao.tickets 4: body → 'send the customer a new "
+                                      "password by email; SELECT 1 FROM t'"}]}
+
+    assert check_proposed(preference).category == "output_secret"
+    assert check_proposed({"writes": [{"fields": {"title": key}}]}).rule == "output-api-key"
+    assert check_proposed(summary).allowed
+    assert check_proposed({"writes": [], "proposals": []}).allowed

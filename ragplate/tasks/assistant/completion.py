@@ -69,16 +69,19 @@ def complete(model: ChatModel, *, policy: Policy, question: str, evidence: Evide
     calls; ``instructions`` are appended to the system message (the toolsets'
     server-built blocks)."""
     counted = runs if runs is not None else {}
-    system = INSTRUCTIONS[policy.profile.end_user].format(locale=locale) + CLARIFY
+    fixed = INSTRUCTIONS[policy.profile.end_user].format(locale=locale) + CLARIFY
     if tools:
-        system += TOOLS_NOTE + instructions
+        fixed += TOOLS_NOTE
+    # The toolsets' blocks (who acts, the operations offered, that a proposal waits for
+    # the person) are the model's to pass on; the fixed instructions are not.
+    system = fixed + instructions if tools else fixed
     messages = [
         {"role": "system", "content": system},
         {"role": "user", "content": f"{untrusted_block(evidence)}\n\nQuestion: {question}"},
     ]
     answer = structured(model, messages, ChatAnswer, max_retries=MAX_RETRIES, tools=tools,
                         runs=counted)
-    if echoes(answer.answer, system):
+    if echoes(answer.answer, fixed):
         raise InstructionsEchoed("the chat model's answer repeats its instructions")
     valid = [n for n in dict.fromkeys(answer.citations) if 1 <= n <= len(evidence.hits)]
     if answer.supported and not valid and not answer.clarification and not grounded():
@@ -87,13 +90,14 @@ def complete(model: ChatModel, *, policy: Policy, question: str, evidence: Evide
 
 
 class InstructionsEchoed(Exception):
-    """The model's answer repeats its own instructions (a system prompt given away, with
-    the person's name and the operations offered): a decision, answered with a refusal."""
+    """The model's answer repeats its own fixed instructions (a system prompt given away):
+    a decision, answered with a refusal."""
 
 
-#: Consecutive words of the instructions an answer may not repeat: a phrase of eight words
-#: is the instructions', not a way of putting an answer.
-ECHO_WORDS = 8
+#: Consecutive words of the instructions an answer may not repeat: a run of twelve words is
+#: the instructions', not a way of putting an answer (a page listing what an assistant
+#: never reveals shares nine words with them).
+ECHO_WORDS = 12
 _WORD = re.compile(r"\w+")
 
 

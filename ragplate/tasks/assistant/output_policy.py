@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from functools import cache
+from typing import Any
 
-from ragplate.catalog.output_policy import output_rules
+from ragplate.catalog.output_policy import SECRET_RULES, output_rules
 from ragplate.tasks.assistant.screening import Verdict
 
 
@@ -16,15 +18,45 @@ def _compiled(end_user: bool) -> tuple[tuple[str, str, re.Pattern[str]], ...]:
     return tuple((r.id, r.category, re.compile(r.pattern)) for r in output_rules(end_user))
 
 
+@cache
+def _key_rules() -> tuple[tuple[str, str, re.Pattern[str]], ...]:
+    return tuple((r.id, r.category, re.compile(r.pattern)) for r in SECRET_RULES
+                 if r.category == "output_secret")
+
+
 def check_output(text: str, *, end_user: bool, max_chars: int) -> Verdict:
     """Whether ``text`` may be given as an answer; if not, the category and the rule. The
     rules read the text as written and as a reader sees it (NFKC, invisible characters
     dropped), so a key split by a zero-width space or written in fullwidth letters is a key."""
     if len(text) > max_chars:
         return Verdict(False, "output_length", "output-length")
+    return _matched(text, _compiled(end_user))
+
+
+def _matched(text: str, rules: tuple[tuple[str, str, re.Pattern[str]], ...]) -> Verdict:
     seen = "".join(c for c in unicodedata.normalize("NFKC", text)
                    if unicodedata.category(c) != "Cf")
-    for rule_id, category, pattern in _compiled(end_user):
+    for rule_id, category, pattern in rules:
         if pattern.search(text) or pattern.search(seen):
             return Verdict(False, category, rule_id)
     return Verdict(True)
+
+
+def check_proposed(metadata: Mapping[str, Any]) -> Verdict:
+    """The key rules of the output policy (category ``output_secret``) on what a turn
+    proposes (its ``writes`` and ``proposals``: values, fields and summaries the model
+    wrote): they reach the wire and the chat page as the answer does, so a key the model
+    put in a proposed value is refused as one in its text would be. Keys only: a proposed
+    value is the person's data, which may rightly hold what an answer may not (a code
+    sample, a setting, a note to send a customer a new password)."""
+    proposed = [metadata.get(key) for key in ("writes", "proposals") if metadata.get(key)]
+    # Every key and value on a line of its own, as written (not JSON-escaped).
+    return _matched(_lines(proposed), _key_rules()) if proposed else Verdict(True)
+
+
+def _lines(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "\n".join(f"{_lines(k)}\n{_lines(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return "\n".join(_lines(item) for item in value)
+    return str(value)

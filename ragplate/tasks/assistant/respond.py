@@ -47,9 +47,8 @@ from ragplate.tasks.assistant.evidence import build_evidence, similarities
 from ragplate.tasks.assistant.extractive import MAX_SOURCES, compose, extract
 from ragplate.tasks.assistant.guard import RememberingEmbedder, screen_message
 from ragplate.tasks.assistant.markdown_text import without_comments
-from ragplate.tasks.assistant.output_policy import check_output
+from ragplate.tasks.assistant.output_policy import check_output, check_proposed
 from ragplate.tasks.assistant.scope import Scope, resolve_scope
-from ragplate.tasks.assistant.screening import Verdict
 from ragplate.tasks.assistant.sources import DocumentationSources, IndexSources
 from ragplate.tasks.assistant.toolsets import Toolset, offered, proposes
 from ragplate.tasks.assistant.ui_proposals import UiProposals
@@ -169,28 +168,6 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
         "retrieval": round((retrieved - screened) * 1000, 2),
         "total": round((done - started) * 1000, 2)}
     return turn
-
-
-def check_proposed(metadata: Mapping[str, Any]) -> Verdict:
-    """The secret rules of the output policy on what the turn proposes (``writes`` and
-    ``proposals``: values, fields and summaries the model wrote): they reach the wire and
-    the chat page as the answer does, so a key the model put in a proposed value is refused
-    as one in its text would be. Secrets only: a proposed value is the person's data, which
-    may rightly hold what an end user's answer may not (a code sample, a setting)."""
-    proposed = [metadata.get(key) for key in ("writes", "proposals") if metadata.get(key)]
-    if not proposed:
-        return Verdict(True)
-    # Every key and value on a line of its own, as written (not JSON-escaped).
-    shown = _lines(proposed)
-    return check_output(shown, end_user=False, max_chars=len(shown))
-
-
-def _lines(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return "\n".join(f"{_lines(k)}\n{_lines(v)}" for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return "\n".join(_lines(item) for item in value)
-    return str(value)
 
 
 def _ui_proposals(policy: Policy, context: Mapping[str, Any] | None) -> Toolset:
