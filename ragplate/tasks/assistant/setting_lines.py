@@ -50,28 +50,31 @@ class SettingLine:
 
 
 #: The reason phrases of the error statuses a question may name a status by ("409
-#: Conflict").
-_REASONS = ("bad request|unauthorized|payment required|forbidden|not found|method not allowed"
-            "|not acceptable|request timeout|conflict|gone|precondition failed"
-            "|(?:payload|content) too large|unsupported media type"
-            "|unprocessable (?:entity|content)|locked|too many requests"
-            "|internal server error|not implemented|bad gateway|service unavailable"
-            "|gateway timeout")
+#: Conflict"), as the status line writes them: read case-sensitively, so that "500 locked
+#: records" or "401 unauthorized requests" count records and requests.
+_REASONS = ("Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|Method Not Allowed"
+            "|Not Acceptable|Request Timeout|Conflict|Gone|Precondition Failed"
+            "|(?:Payload|Content) Too Large|Unsupported Media Type"
+            "|Unprocessable (?:Entity|Content)|Locked|Too Many Requests"
+            "|Internal Server Error|Not Implemented|Bad Gateway|Service Unavailable"
+            "|Gateway Timeout")
 #: An exit code or an HTTP status a question asks of: "exit code 3", "exits with code 1",
 #: "HTTP 409", "status 503" (100 to 599); and an error status (400 to 599, so that
-#: "returns 100 results" or "a 300 ms wait" names none) a request "returns", "answers" or
-#: "gets" ("the API answers 503", "returns a 409"), called an error, a response or by its
-#: reason ("error 404", "a 409 error", "503 Service Unavailable"), or asked of on its own
-#: ("What does a 409 mean?", "after a 503,").
+#: "returns 100 results" names none) a request "returns", "answers", "gets" or is seen to
+#: ("the API answers 503", "I got a 409"), called an error or a response ("error 404",
+#: "l'errore 409", "a 409 error"), by its reason ("503 Service Unavailable"), or asked
+#: the meaning of ("What does a 409 mean?", "When is a 503 returned?"). A number after an
+#: article alone is a quantity ("the 450 from stock", and Italian "a" is "to": "il limite
+#: a 500?").
 _ASKED_CODE = re.compile(
     r"\b(?:(exit)(?:s|ed)?(?:\s+with)?(?:\s+(?:code|status))?\s+(\d{1,3})"
     r"|(?:HTTP|status)(?:\s+(?:status|code))?\s+([1-5]\d\d)"
     r"|(?:return|answer|respond|get|give)(?:s|ed)?(?:\s+with)?(?:\s+an?)?(?:\s+HTTP)?"
     r"(?:\s+(?:status|code))?\s+([45]\d\d)"
-    r"|error\s+(?:code\s+)?([45]\d\d)"
-    r"|([45]\d\d)(?=\s+(?:error|response|status|" + _REASONS + r")\b)"
-    r"|(?:an?|the)\s+([45]\d\d)(?=\s*(?:[?!,;:)]|\.(?!\d)|$)"
-    r"|\s+(?:mean|means|meant|from|when|if|after|returned|sent|answered|raised)\b)"
+    r"|(?:got|getting|receive[ds]?|receiving)\s+an?\s+([45]\d\d)"
+    r"|errore?\s+(?:code\s+|codice\s+)?([45]\d\d)"
+    r"|([45]\d\d)(?=\s+(?:error|response|status)\b|\s+(?-i:" + _REASONS + r")\b)"
+    r"|(?:an?|the)\s+([45]\d\d)(?=\s+(?:mean|means|meant|returned|sent|answered|raised)\b)"
     r")\b", re.IGNORECASE)
 #: How a text names an exit code: "exit code 3", "exits with 3", "Exit code: 3" (a table
 #: row read with its heading).

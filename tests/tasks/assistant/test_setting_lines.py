@@ -173,8 +173,15 @@ def test_an_error_status_named_as_an_error_by_its_reason_or_on_its_own_is_asked_
     assert asked_names("503 Service Unavailable from /v1/help") == {"503"}
     assert asked_names("I got 429 Too Many Requests, now what?") == {"429"}
     assert asked_names("When is a 503 returned?") == {"503"}
-    assert asked_names("After a 503, should a client retry?") == {"503"}
-    # A quantity is no status: a duration, a size, a count, a page size.
+    assert asked_names("I got a 409 when saving") == {"409"}
+    assert asked_names("Perché ricevo l'errore 409 al salvataggio?") == {"409"}
+    # A quantity is no status: a duration, a size, a count, a page size; an Italian "a"
+    # is "to"; a lower-case reason word is a word.
+    assert asked_names("Posso portare il limite di righe a 500?") == set()
+    assert asked_names("Come imposto il timeout a 450, e dove?") == set()
+    assert asked_names("How do I move the 450 from stock to production?") == set()
+    assert asked_names("Why are there 500 locked records?") == set()
+    assert asked_names("We got 401 unauthorized requests yesterday.") == set()
     assert asked_names("Why does it wait a 500 ms timeout?") == set()
     assert asked_names("Is a 400-word limit enough for an excerpt?") == set()
     assert asked_names("Can I upload the 500 MB file?") == set()
