@@ -78,14 +78,16 @@ class Extract:
 _CUT = "\u2063"
 
 
-def prose_sentences(text: str) -> list[str]:
+def prose_sentences(text: str, leads: dict[str, str] | None = None) -> list[str]:
     """The sentences of a chunk's prose: no headings, code blocks, tables or bare list
     markers; Markdown emphasis and links reduced to their words. A list item in lower case
-    goes on from the sentence introducing its list, which is put before it."""
+    goes on from the sentence introducing its list, which is put before it (``leads``, when
+    given, is told each such sentence and its introduction)."""
     # A code block becomes one fence line: a barrier between the text around it.
     lines = [line.strip() for line in _FENCE.sub("```", text).splitlines()]
     first = next((index for index, line in enumerate(lines) if line), None)
     kept: list[str] = []
+    introduced: set[str] = set()
     for index, stripped in enumerate(lines):
         if not stripped or stripped.startswith(_BLOCKS):
             kept.append("\n")
@@ -95,7 +97,9 @@ def prose_sentences(text: str) -> list[str]:
             kept.append("\n")
             if item[:1].islower():  # it goes on from the sentence introducing the list
                 lead = list_introduction(lines, index)
-                item = f"{lead} {item}" if lead else item
+                if lead:
+                    item = f"{lead} {item}"
+                    introduced.add(lead)
         elif index == first or lines[index - 1].startswith(("```", "~~~", "|")):
             kept.append("\n")
             item = _CUT + item
@@ -115,6 +119,10 @@ def prose_sentences(text: str) -> list[str]:
                     and sentence.count("(") <= sentence.count(")")  # not cut inside one
                     and not _mostly_code(sentence)):
                 sentences.append(sentence)
+                lead = next((lead for lead in introduced
+                             if position == 0 and sentence.startswith(lead + " ")), None)
+                if lead is not None and leads is not None:
+                    leads[sentence] = lead
     return sentences
 
 
@@ -149,13 +157,14 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
     nearest: set[tuple[int, str]] = set()  # the sentences of each hit's best chunk
     named = asked_names(question)
     stated: set[str] = set()  # the lines stating a setting (no prose: never anaphora)
+    leads: dict[str, str] = {}  # a list item's sentence: the introduction read before it
     for rank, hit in enumerate(hits[:MAX_SOURCES]):
         name = language(str(hit.metadata.get("locale") or locale or ""))
         texts = (passages or {}).get(rank) or [hit.text or hit.excerpt]
         # Overlapping chunks repeat sentences: each is read once, in its first place. The
         # best chunk's come first: the retrieval found it nearest to the question.
-        first = set(prose_sentences(texts[0]))
-        read = list(dict.fromkeys(s for text in texts for s in prose_sentences(text)))
+        first = set(prose_sentences(texts[0], leads))
+        read = list(dict.fromkeys(s for text in texts for s in prose_sentences(text, leads)))
         for position, sentence in enumerate(read):
             candidates.append((rank, position, sentence, set(tokens(sentence, name))))
             if sentence in first:
@@ -214,42 +223,28 @@ def extract(question: str, hits: list[Hit], *, locale: str | None,
         if rank not in order:
             order.append(rank)
     sentences = [Sentence(text, order.index(rank) + 1) for rank, _p, text, _t in chosen]
-    return Extract(one_introduction(sentences), [hits[rank] for rank in order])
+    return Extract(one_introduction(sentences, leads), [hits[rank] for rank in order])
 
 
-def one_introduction(sentences: list[Sentence]) -> list[Sentence]:
-    """Items of one list quoted one after the other, each read after the sentence that
-    introduces the list (see :func:`prose_sentences`), become one sentence: the
-    introduction once, the items joined by a semicolon ("The probe exits in these cases:
-    the server is down (3); the model differs (4).")."""
+def one_introduction(sentences: list[Sentence], leads: dict[str, str]) -> list[Sentence]:
+    """Items of one list quoted one after the other from one source, each read after the
+    sentence introducing the list (``leads``: item sentence → introduction, as
+    :func:`prose_sentences` tells them), become one sentence: the introduction once, the
+    items joined by a semicolon ("The probe exits in these cases: the server is down (3);
+    the model differs (4).")."""
     merged: list[Sentence] = []
+    last_lead: str | None = None
     for sentence in sentences:
+        lead = leads.get(sentence.text)
         last = merged[-1] if merged else None
-        lead = None if last is None or last.citation != sentence.citation else (
-            _shared_introduction(last.text, sentence.text))
-        if last is None or lead is None:
+        if (last is None or lead is None or lead != last_lead
+                or last.citation != sentence.citation or not last.text.endswith(".")):
             merged.append(sentence)
+            last_lead = lead
             continue
-        item = sentence.text[len(lead):]
-        head = last.text[:-1] if last.text.endswith(".") else last.text
-        merged[-1] = Sentence(f"{head}; {item}", last.citation)
+        item = sentence.text[len(lead) + 1:]
+        merged[-1] = Sentence(f"{last.text[:-1]}; {item}", last.citation)
     return merged
-
-
-def _shared_introduction(first: str, second: str) -> str | None:
-    """The introduction (up to its colon and the space after it) both sentences start
-    with, when each goes on with a list item in lower case; else ``None``."""
-    common = 0
-    for a, b in zip(first, second, strict=False):
-        if a != b:
-            break
-        common += 1
-    end = first.rfind(": ", 0, common) if common > 2 else -1
-    if end < 0:
-        return None
-    lead = first[:end + 2]
-    items = (first[len(lead):], second[len(lead):])
-    return lead if all(item[:1].islower() for item in items) else None
 
 
 Candidate = tuple[int, int, str, set[str]]

@@ -183,18 +183,38 @@ def test_items_of_one_list_quoted_together_share_their_introduction() -> None:
 
 
 def test_only_list_items_of_one_source_after_one_introduction_are_joined() -> None:
-    lead = "Roots: the default root is the docs folder."
-    same = [Sentence(lead, 1), Sentence("Roots: plus every listed directory.", 1)]
-    other_source = [Sentence(lead, 1), Sentence("Roots: plus every listed directory.", 2)]
-    not_items = [Sentence("Note: Exports run at night.", 1),
-                 Sentence("Note: Imports run at noon.", 1)]
-    no_colon = [Sentence("Exports run at night.", 1), Sentence("Exports run at noon.", 1)]
+    first, second = "Roots: the default root is the docs folder.", "Roots: plus every path."
+    leads = {first: "Roots:", second: "Roots:"}
+    same = [Sentence(first, 1), Sentence(second, 1)]
+    other_source = [Sentence(first, 1), Sentence(second, 2)]
+    # Sentences sharing a "Word: " start that no list item built: two notes, two table rows.
+    notes = [Sentence("Note: the export runs at night.", 1),
+             Sentence("Note: the import is not scheduled.", 1)]
+    rows = [Sentence("Field: name; Meaning: the customer's name.", 1),
+            Sentence("Field: email; Meaning: where invoices go.", 1)]
 
-    assert one_introduction(same) == [Sentence(
-        "Roots: the default root is the docs folder; plus every listed directory.", 1)]
-    assert one_introduction(other_source) == other_source
-    assert one_introduction(not_items) == not_items
-    assert one_introduction(no_colon) == no_colon
+    assert one_introduction(same, leads) == [Sentence(
+        "Roots: the default root is the docs folder; plus every path.", 1)]
+    assert one_introduction(other_source, leads) == other_source
+    assert one_introduction(notes, leads) == notes
+    assert one_introduction(rows, leads) == rows
+
+
+def test_prose_sentences_tell_which_sentences_a_list_item_built() -> None:
+    leads: dict[str, str] = {}
+    text = ("Note: the export runs at night.\n\nThe probe exits in these cases:\n\n"
+            "- the server is down (exit code 3).\n- the model differs (exit code 4)!")
+
+    sentences = prose_sentences(text, leads)
+
+    assert sentences[0] == "Note: the export runs at night."
+    assert leads == {"The probe exits in these cases: the server is down (exit code 3).":
+                     "The probe exits in these cases:",
+                     "The probe exits in these cases: the model differs (exit code 4)!":
+                     "The probe exits in these cases:"}
+    # An item ending otherwise than with a full stop is not glued to the next one.
+    assert one_introduction([Sentence(s, 1) for s in reversed(sentences[1:])], leads) == [
+        Sentence(s, 1) for s in reversed(sentences[1:])]
 
 
 def test_a_sentence_naming_commands_is_prose_and_a_list_of_options_is_not() -> None:
