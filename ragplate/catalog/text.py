@@ -115,25 +115,15 @@ def model_text(text: str) -> str:
 def model_data(value: Any) -> Any:
     """JSON data a chat model wrote (a tool call's arguments) with :func:`model_text`
     applied to every key and string."""
-    return _strings(value, model_text)
+    return map_strings(value, model_text)
 
 
-#: What PostgreSQL ``text`` and ``jsonb`` cannot hold: NUL, and lone surrogates.
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def storable(value: Any) -> Any:
-    """``value`` (text, or JSON data) with every character PostgreSQL cannot store replaced
-    by U+FFFD, in keys and strings alike: what is stored is checked where it enters, and
-    this keeps a character that slipped past a check from failing the whole write."""
-    return _strings(value, lambda text: _UNSTORABLE.sub("\ufffd", text))
-
-
-def _strings(value: Any, change: Callable[[str], str]) -> Any:
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """``value`` (text, or JSON data) with ``change`` applied to every key and string."""
     if isinstance(value, str):
         return change(value)
     if isinstance(value, dict):
-        return {_strings(key, change): _strings(item, change) for key, item in value.items()}
+        return {map_strings(key, change): map_strings(item, change) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_strings(item, change) for item in value]
+        return [map_strings(item, change) for item in value]
     return value

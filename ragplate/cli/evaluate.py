@@ -49,10 +49,10 @@ def documentation(
         "relevant rank to this JSON file (refused for a private dataset).")] = None,
     min_hit_at_5: Annotated[float | None, typer.Option(
         "--min-hit-at-5", parser=fraction(), metavar="FLOAT",
-        help="Exit 1 (after writing the report) when hit@5 is below this figure.")] = None,
+        help="Exit 1 (after writing the report) when hit@5 is below this figure (0 to 1).")] = None,
     min_mrr: Annotated[float | None, typer.Option(
         "--min-mrr", parser=fraction(), metavar="FLOAT",
-        help="Exit 1 (after writing the report) when MRR is below this figure.")] = None,
+        help="Exit 1 (after writing the report) when MRR is below this figure (0 to 1).")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Score documentation retrieval on a dataset through the Prefect flow

@@ -31,12 +31,12 @@ def tune_retrieval(
         "ndcg_at_5"),
     holdout: Annotated[float, typer.Option(
         parser=fraction(0.0, 0.99), metavar="FLOAT",
-        help="Share of the cases kept out of the selection (0 disables).")] = 0.3,
+        help="Share of the cases kept out of the selection, from 0 to 0.99 (0 disables).")] = 0.3,
     min_class_cases: Annotated[int, typer.Option(min=1, help="Fewest selection cases for a "
                                                  "class override.")] = 8,
     class_margin: Annotated[float, typer.Option(
         parser=fraction(), metavar="FLOAT",
-        help="Gain over the overall winner a class override needs.")] = 0.01,
+        help="Gain over the overall winner a class override needs, from 0 to 1.")] = 0.01,
     noise_margin: Annotated[str, typer.Option(help="auto (one case: 1 / selection cases, at "
                                               "least 0.01), a number from 0 to 1, or 0 (off)."
                                               )] = "auto",
@@ -81,7 +81,7 @@ def tune_floor(
                                           "cases (expect_refusal).")],
     holdout: Annotated[float, typer.Option(
         parser=fraction(0.0, 0.99), metavar="FLOAT",
-        help="Share of the cases kept out of the choice (0 disables).")] = 0.3,
+        help="Share of the cases kept out of the choice, from 0 to 0.99 (0 disables).")] = 0.3,
     max_lost: Annotated[int, typer.Option(min=0, help="Answered cases the floor may drop out "
                                           "of the top 5.")] = 0,
     retrieval: Annotated[Retrieval | None, typer.Option(

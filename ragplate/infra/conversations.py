@@ -5,6 +5,7 @@ Every read and delete names the owner: a conversation of someone else reads as a
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -13,7 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ragplate.catalog.schema import conversations, messages, write_proposals
-from ragplate.catalog.text import storable
+from ragplate.catalog.text import map_strings
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,17 @@ def delete_conversation(conn: sa.Connection, *, user_id: int, conversation_id: u
     conn.execute(conversations.delete().where(conversations.c.id == conversation_id))
     return DeletedConversation(proposals=len(statuses),
                                undecided=sum(s == "proposed" for s in statuses))
+
+
+#: What PostgreSQL ``text`` and ``jsonb`` cannot hold: NUL, and lone surrogates.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(value: Any) -> Any:
+    """``value`` (text, or JSON data) with every character PostgreSQL cannot store replaced
+    by U+FFFD, in keys and strings alike: what is stored is checked where it enters, and
+    this keeps a character that slipped past a check from failing the whole write."""
+    return map_strings(value, lambda text: _UNSTORABLE.sub("\ufffd", text))
 
 
 def insert_message(conn: sa.Connection, *, conversation_id: uuid.UUID, role: str, text: str,

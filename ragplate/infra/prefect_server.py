@@ -190,16 +190,18 @@ def _cmdline_port(pid: int) -> int | None:
         return None
 
 
-def _is_our_server(pid: int, settings: Settings) -> bool:
+def _is_our_server(pid: int, settings: Settings, *, unrecorded: bool = False) -> bool:
     """Whether ``pid`` runs ``python -m prefect server start`` with this home's
-    ``PREFECT_HOME`` (when its environment can be read)."""
+    ``PREFECT_HOME``. When its environment cannot be read (another user's process), the
+    command line has to do for the pid our pid file names, but not for an ``unrecorded``
+    one merely listening on our port."""
     command = " ".join(_cmdline(pid))
     if "-m prefect server start" not in command:
         return False
     try:
         environment = psutil.Process(pid).environ()
     except psutil.Error:
-        return True  # not readable (another user): the command line has to do
+        return not unrecorded
     return environment.get("PREFECT_HOME") == str(settings.home / "prefect")
 
 
@@ -367,7 +369,7 @@ def _unrecorded(settings: Settings) -> LocalServer | None:
     """This home's server listening on RAGPLATE_PREFECT_PORT although its pid file is
     missing or emptied: it is this home's, not someone else's."""
     pid = _listener_pid(settings.prefect_port)
-    if pid is None or not _is_our_server(pid, settings):
+    if pid is None or not _is_our_server(pid, settings, unrecorded=True):
         return None
     return LocalServer(pid, settings.prefect_port, settings.prefect_port)
 

@@ -170,6 +170,8 @@ def status(settings: Settings) -> list[ServiceState]:
     prefect = _prefect(settings)
     if prefect.running and not pg.running and prefect_server.external_api_url() is None:
         # The process answers its health check, but its state lives in PostgreSQL.
-        prefect = replace(prefect, detail=f"{prefect.detail}; its database (PostgreSQL) is "
-                          "down: flow runs fail until `ragplate up`")
+        down = ("its database (PostgreSQL, RAGPLATE_DATABASE_URL) cannot be reached: flow "
+                "runs fail until it can" if settings.database_url is not None else
+                "its database (PostgreSQL) is down: flow runs fail until `ragplate up`")
+        prefect = replace(prefect, detail=f"{prefect.detail}; {down}")
     return [pg, prefect]

@@ -9,7 +9,6 @@ from ragplate.catalog.text import (
     check_text,
     model_data,
     model_text,
-    storable,
     terminal_safe,
     text_problem,
 )
@@ -65,9 +64,3 @@ def test_a_models_text_loses_what_it_may_not_bring_in_and_keeps_what_it_may() ->
     assert model_data({"k\x00ey": ["v\u202ealue", 3, None, {"n": "x\x00"}]}) == {
         "key": ["value", 3, None, {"n": "x"}]}
 
-
-def test_storable_replaces_what_postgresql_cannot_hold_in_keys_and_values() -> None:
-    assert storable("a\x00b\ud800") == "a\ufffdb\ufffd"
-    assert storable({"k\x00": ("x", 1.5, True, {"y": "\udc00"})}) == {
-        "k\ufffd": ["x", 1.5, True, {"y": "\ufffd"}]}
-    assert storable("plain text") == "plain text"

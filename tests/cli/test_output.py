@@ -288,3 +288,22 @@ def test_a_run_that_reports_no_progress_leaves_no_blank_line(
     with output.flow_progress(json_output=False):
         progress.report("developer index", 1, 1)
     assert "developer index" in screen.getvalue()  # a bar that was drawn stays
+
+
+def test_a_run_that_fails_stops_its_bars_and_passes_the_error_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+
+    from ragplate.tasks import progress
+
+    screen = io.StringIO()
+    monkeypatch.setattr(output, "console", Console(file=screen, force_terminal=False,
+                                                   width=100))
+    for report in (False, True):
+        with pytest.raises(RuntimeError, match="store down"), \
+                output.flow_progress(json_output=False):
+            if report:
+                progress.report("developer index", 1, 2)
+            raise RuntimeError("store down")
+        assert not output.console._live_stack  # no display left running
+    assert "developer index" in screen.getvalue()

@@ -112,12 +112,6 @@ def score(runtime: Runtime, profile: EmbeddingProfile, cases: list[Case]) -> Sco
     return Scores(profile.key, round(mean(hits), 6), round(mean(ranks), 6), len(cases))
 
 
-def compares_nothing(runtime: Runtime, target_key: str) -> bool:
-    """Whether the target is the model that serves already (an abandon goes back to it):
-    the gate would score one model against itself."""
-    return settings_store.active_profile_key(runtime.engine) == target_key
-
-
 def evaluate(runtime: Runtime, target_key: str, path: Path | None = None) -> GateResult:
     """Score the serving model and the target on the same questions."""
     cases = load_cases(path)

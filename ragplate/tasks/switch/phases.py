@@ -180,8 +180,10 @@ def run_verify(ctx: PhaseContext) -> SwitchState:
     faults.checkpoint("verify")
     if problems:
         raise ctx.fail("verify", "check", "; ".join(problems))
-    if gate.compares_nothing(ctx.runtime, state.target or ""):
-        log.info("%s serves already (the switch is abandoned): no evaluation gate",
+    if state.abandon:
+        # It goes back to the model that still serves: the gate would compare it with
+        # itself.
+        log.info("abandoning back to %s, which serves already: no evaluation gate",
                  state.target)
         return _advance(ctx, "activate", plan=None, gate=None)
     result = gate.evaluate(ctx.runtime, state.target or "")

@@ -49,7 +49,8 @@ def store(conn: Connection, tools: DataTools, *, person: Person, conversation_id
     for event in tools.refusals:
         audit.record(conn, event, conversation_id=conversation_id)
     if not keep_proposals:
-        # The message ended refused, abstained or degraded: its drafts are not kept.
+        # The message ended refused, abstained or degraded, or its conversation was
+        # deleted while it was answered: its drafts are not kept.
         for draft in tools.drafts:
             audit.record(conn, {**audit.proposal_event(draft, person), "event": "refused",
                                 "proposal_id": None, "outcome": "turn_not_answered"},
