@@ -406,7 +406,7 @@ def test_status_shows_a_failed_switch_and_what_to_do(
     assert_serves(runtime, before)
     after = CliRunner().invoke(app, ["embeddings", "status"]).output
     assert f"last switch abandoned {target}, back to {before}" in after
-    assert "gate        hit@5 " in after
+    assert "gate" not in after  # it went back to the model that served: nothing to compare
     last = json.loads(CliRunner().invoke(app, ["embeddings", "status", "--json"]).output)["last"]
     assert (last["abandon"], last["abandoned"], last["target"]) == (True, target, before)
 
