@@ -132,6 +132,11 @@ def _main() -> None:
             sys.exit(exc.exit_code)
         if isinstance(exc, click.exceptions.Exit):
             sys.exit(exc.exit_code)
+        unreachable = _unreachable_service(exc)
+        if unreachable is not None:
+            err_console.print(f"[red]Error:[/red] {escape(unreachable)}", highlight=False,
+                              soft_wrap=True)
+            sys.exit(3)
         # An unexpected error still shows its traceback, as Python would, but its messages
         # may quote a question or a record: terminal controls are shown, not obeyed.
         import traceback
@@ -141,6 +146,26 @@ def _main() -> None:
         sys.stderr.write(terminal_safe("".join(traceback.format_exception(exc))))
         sys.stderr.flush()
         sys.exit(1)
+
+
+def _unreachable_service(exc: BaseException) -> str | None:
+    """One line for an error that is a service going away under a command (the services
+    stopped with ``ragplate down --force`` under a flow run: Prefect's client cannot reach
+    its server), when ``exc`` is or was raised from a connection failure; ``None`` for
+    anything else. ragplate's own clients wrap their connection errors; what is left
+    unwrapped is Prefect's."""
+    import httpx
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, httpx.TransportError):
+            return (f"a service this command used went away ({type(current).__name__}: "
+                    f"{current}); `ragplate status` shows the services, `ragplate up` "
+                    "starts them, then run the command again")
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _usage_errors() -> tuple[type[Any], ...]:

@@ -164,6 +164,32 @@ class _NoTracebackForExpectedErrors(logging.Filter):
         return True
 
 
+class _ServiceFailuresOnce(logging.Filter):
+    """Prefect's background services (its events and API log workers) log each item they
+    could not send, with the item: with its server stopped under a run, that is a
+    screenful a second. The first failure of each service is kept, as one line naming it
+    and why; the repeats are dropped."""
+
+    _FAILED = "Service %r failed to process item %r"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != self._FAILED or not isinstance(record.args, tuple) or not record.args:
+            return True
+        service = str(record.args[0])
+        if service in self._seen:
+            return False
+        self._seen.add(service)
+        reason = record.exc_info[1] if record.exc_info else None
+        record.msg, record.args = "Prefect's %s could not send to the Prefect API%s (repeats " \
+            "are not shown)", (service, f": {reason}" if reason else "")
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
 #: What Prefect's engines log about a run's own state and failure, by message start.
 _STATE_LINE = "Finished in state "
 _ENGINE_ERRORS = ("Task run failed with ", "Encountered exception during execution",
@@ -228,12 +254,19 @@ def configure_logging() -> None:
 
 def quiet_expected_errors() -> None:
     """Attach :class:`_NoTracebackForExpectedErrors` to the console handlers Prefect
-    configured on the root logger (call once Prefect is imported; idempotent)."""
+    configured on the root logger, and :class:`_ServiceFailuresOnce` to Prefect's internal
+    logger (call once Prefect is imported; idempotent)."""
     import prefect.main  # noqa: F401 - configures Prefect's logging
 
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, _NoTracebackForExpectedErrors) for f in handler.filters):
             handler.addFilter(_NoTracebackForExpectedErrors())
+    # Prefect's internal loggers write through handlers of their own (they do not
+    # propagate to the root); a handler's filter sees its children's records too.
+    once = _ServiceFailuresOnce()
+    for handler in logging.getLogger("prefect._internal").handlers:
+        if not any(isinstance(f, _ServiceFailuresOnce) for f in handler.filters):
+            handler.addFilter(once)
 
 
 def confirm(question: str) -> bool:

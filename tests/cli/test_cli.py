@@ -437,3 +437,32 @@ def test_an_unexpected_error_shows_its_traceback_with_terminal_controls_as_symbo
     assert err.startswith("Traceback (most recent call last):")
     assert "RuntimeError: record ␛]0;owned␇ ␛[2J title" in err
     assert "\x1b" not in err and "\x07" not in err
+
+
+def test_a_service_going_away_under_a_command_is_one_line_and_exit_3(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import httpx
+
+    from ragplate.cli import main
+    from ragplate.infra import services
+
+    def gone(settings: object) -> None:
+        # As Prefect's client ends a flow run whose server was stopped: a connection error
+        # raised while another was being handled.
+        try:
+            raise httpx.ConnectError("[Errno 111] Connection refused")
+        except httpx.ConnectError as refused:
+            raise RuntimeError("the flow run's state could not be set") from refused
+
+    monkeypatch.setattr(services, "status", gone)
+    monkeypatch.setattr("sys.argv", ["ragplate", "status"])
+
+    with pytest.raises(SystemExit) as exited:
+        main()
+
+    assert exited.value.code == 3
+    err = capsys.readouterr().err
+    assert err.startswith("Error: a service this command used went away (ConnectError: "
+                          "[Errno 111] Connection refused)")
+    assert "Traceback" not in err

@@ -307,3 +307,28 @@ def test_a_run_that_fails_stops_its_bars_and_passes_the_error_on(
             raise RuntimeError("store down")
         assert not output.console._live_stack  # no display left running
     assert "developer index" in screen.getvalue()
+
+
+def test_a_prefect_service_failing_to_reach_its_server_is_one_line_per_service() -> None:
+    once = output._ServiceFailuresOnce()
+
+    def failure(service: str) -> logging.LogRecord:
+        try:
+            raise ConnectionError("All connection attempts failed")
+        except ConnectionError:
+            import sys as system
+
+            record = _record("prefect._internal.concurrency", logging.ERROR,
+                             "Service %r failed to process item %r")
+            record.args = (service, "Event(" + "x" * 5000 + ")")
+            record.exc_info = system.exc_info()
+            return record
+
+    first, again, other = failure("EventsWorker"), failure("EventsWorker"), failure("APILog")
+    other_record = _record("prefect._internal.concurrency", logging.ERROR, "something else")
+
+    assert [once.filter(r) for r in (first, again, other, other_record)] == [
+        True, False, True, True]
+    assert first.getMessage() == ("Prefect's EventsWorker could not send to the Prefect API: "
+                                  "All connection attempts failed (repeats are not shown)")
+    assert first.exc_info is None and "xxxx" not in first.getMessage()
