@@ -71,7 +71,7 @@ def train_command(
     from ragplate.infra import intent_models
     from ragplate.infra.environment import get_settings
     from ragplate.infra.runtime import Runtime
-    from ragplate.tasks.assistant.intent import labelled, train
+    from ragplate.tasks.assistant.intent import labelled, screening_problem, train
 
     paths = dataset or list(DEFAULT_DATASETS)
     cases, digest = [], hashlib.sha256()
@@ -81,10 +81,14 @@ def train_command(
         except OSError as exc:  # worded as every command that reads a dataset words it
             raise InvalidInputError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
         try:
-            cases += json.loads(raw)["cases"]
+            read = json.loads(raw)["cases"]
+            problem = screening_problem(read)
         except (ValueError, KeyError, TypeError) as exc:
             raise InvalidInputError(f"{path}: not a screening dataset "
                                     f"({exc.__class__.__name__})") from exc
+        if problem is not None:
+            raise InvalidInputError(f"{path}: not a screening dataset: {problem}")
+        cases += read
         digest.update(raw)
     texts, ids, attack, classes = labelled(cases)
     settings = get_settings()

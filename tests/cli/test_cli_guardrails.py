@@ -70,3 +70,22 @@ def test_train_names_a_file_that_is_not_a_dataset(home: Path, tmp_path: Path) ->
     result = CliRunner().invoke(app, ["guardrails", "train", "--dataset", str(bad)])
 
     assert result.exit_code != 0 and "bad.json" in str(result.exception)
+
+
+def test_train_refuses_a_documentation_dataset_and_keeps_the_model_it_has(
+        home: Path) -> None:
+    documentation = Path(__file__).parents[2] / "datasets" / "documentation-laraplate-dev.json"
+    before = sorted(p.name for p in (home / "intent-models").glob("*")) if (
+        home / "intent-models").is_dir() else []
+
+    result = CliRunner().invoke(app, ["guardrails", "train", "--dataset",
+                                      str(documentation)])
+
+    assert result.exit_code != 0
+    assert str(result.exception) == (
+        f"{documentation}: not a screening dataset: case 'ai-agent-stream-event-sequence' "
+        "expects source labels: a documentation dataset, whose no-answer cases are "
+        "questions, not attacks")
+    after = sorted(p.name for p in (home / "intent-models").glob("*")) if (
+        home / "intent-models").is_dir() else []
+    assert after == before

@@ -102,6 +102,26 @@ def train(model_key: str, vectors: np.ndarray, attack: Sequence[bool],
                                          "benign_target": BENIGN_TARGET}})
 
 
+def screening_problem(cases: Any) -> str | None:
+    """What keeps ``cases`` from being screening cases to train on, or ``None``: each needs
+    an ``id``, a ``query`` and an ``expect_refusal`` true or false. A documentation
+    dataset's cases (they expect source labels) are refused by name: its no-answer cases
+    also read ``expect_refusal``, but are questions, not attacks."""
+    if not isinstance(cases, list) or not cases:
+        return "no cases"
+    for position, case in enumerate(cases, 1):
+        name = case.get("id", f"#{position}") if isinstance(case, dict) else f"#{position}"
+        if not isinstance(case, dict):
+            return f"case {name} is not an object"
+        if "expected_source_labels" in case:
+            return (f"case {name!r} expects source labels: a documentation dataset, whose "
+                    "no-answer cases are questions, not attacks")
+        for key, kind in (("id", str), ("query", str), ("expect_refusal", bool)):
+            if not isinstance(case.get(key), kind):
+                return f"case {name!r}, field {key!r}: missing or not a {kind.__name__}"
+    return None
+
+
 def labelled(cases: Sequence[dict[str, Any]]) -> tuple[list[str], list[str], list[bool],
                                                         list[str]]:
     """Texts, ids, attack labels and classes of screening cases (public assistant format:
