@@ -166,9 +166,9 @@ class _NoTracebackForExpectedErrors(logging.Filter):
 
 class _ServiceFailuresOnce(logging.Filter):
     """Prefect's background services (its events and API log workers) log each item they
-    could not send, with the item: with its server stopped under a run, that is a
-    screenful a second. The first failure of each service is kept, as one line naming it
-    and why; the repeats are dropped."""
+    could not send, with the item, and its events client each reconnection it tried: with
+    its server stopped under a run, that is a screenful a second. The first failure of
+    each is kept, as one line naming it and why; the repeats are dropped."""
 
     _FAILED = "Service %r failed to process item %r"
 
@@ -177,6 +177,12 @@ class _ServiceFailuresOnce(logging.Filter):
         self._seen: set[str] = set()
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "prefect.events.clients" and str(record.msg).startswith(
+                "Unable to connect to"):
+            # The events client's reconnect warning, once (it repeats on every attempt).
+            first = record.name not in self._seen
+            self._seen.add(record.name)
+            return first
         if record.msg != self._FAILED or not isinstance(record.args, tuple) or not record.args:
             return True
         service = str(record.args[0])
@@ -258,12 +264,14 @@ def quiet_expected_errors() -> None:
     logger (call once Prefect is imported; idempotent)."""
     import prefect.main  # noqa: F401 - configures Prefect's logging
 
+    once = _ServiceFailuresOnce()
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, _NoTracebackForExpectedErrors) for f in handler.filters):
             handler.addFilter(_NoTracebackForExpectedErrors())
+        if not any(isinstance(f, _ServiceFailuresOnce) for f in handler.filters):
+            handler.addFilter(once)
     # Prefect's internal loggers write through handlers of their own (they do not
     # propagate to the root); a handler's filter sees its children's records too.
-    once = _ServiceFailuresOnce()
     for handler in logging.getLogger("prefect._internal").handlers:
         if not any(isinstance(f, _ServiceFailuresOnce) for f in handler.filters):
             handler.addFilter(once)

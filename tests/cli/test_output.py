@@ -332,3 +332,7 @@ def test_a_prefect_service_failing_to_reach_its_server_is_one_line_per_service()
     assert first.getMessage() == ("Prefect's EventsWorker could not send to the Prefect API: "
                                   "All connection attempts failed (repeats are not shown)")
     assert first.exc_info is None and "xxxx" not in first.getMessage()
+    reconnect = [_record("prefect.events.clients", logging.WARNING,
+                         "Unable to connect to 'ws://127.0.0.1:4200/api/events/in'.")
+                 for _ in range(3)]
+    assert [once.filter(r) for r in reconnect] == [True, False, False]
