@@ -136,7 +136,11 @@ def _main() -> None:
         if unreachable is not None:
             err_console.print(f"[red]Error:[/red] {escape(unreachable)}", highlight=False,
                               soft_wrap=True)
-            sys.exit(3)
+            # Not sys.exit: at exit Prefect would go on trying, for minutes, to send its
+            # last events and logs to the server that went away.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(3)
         # An unexpected error still shows its traceback, as Python would, but its messages
         # may quote a question or a record: terminal controls are shown, not obeyed.
         import traceback

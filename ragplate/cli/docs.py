@@ -76,7 +76,7 @@ def index_docs(
     from ragplate.infra.runtime import Runtime
     from ragplate.tasks.indexing.index import headed
     from ragplate.tasks.indexing.targets import explicit_root
-    from ragplate.tasks.indexing.up_to_date import up_to_date_rows
+    from ragplate.tasks.indexing.up_to_date import refuse_emptied_roots, up_to_date_rows
 
     settings = get_settings()
     # Before any service: the roots of this run, and the configured ones, which the check
@@ -92,6 +92,8 @@ def index_docs(
             raise ConfigurationError(f"{named} {label!r}: {root} is not a directory")
     runtime = Runtime(settings)
     runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
+    if not allow_empty:
+        refuse_emptied_roots(runtime, profile=profile.value, path=path, prefix=prefix)
     rows = up_to_date_rows(runtime, profile=profile.value, path=path, prefix=prefix,
                            full=full, always_run=always_run)
     if rows is None:

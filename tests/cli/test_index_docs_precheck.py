@@ -1,7 +1,8 @@
 """``ragplate index-docs`` as an operator runs it, where its check before a flow run
 decides: a run while another holds the index lock is refused at once without a flow run,
-an empty root with nothing indexed under it is up to date, and each warning of reading
-the sources is printed once, whether a flow run follows or not."""
+an empty root with nothing indexed under it is up to date, one whose sources are indexed
+is refused without a flow run, and each warning of reading the sources is printed once,
+whether a flow run follows or not."""
 
 from __future__ import annotations
 
@@ -74,6 +75,33 @@ def test_an_empty_root_with_nothing_indexed_under_it_is_up_to_date(
         f"WARNING ragplate.tasks.indexing.up_to_date: documentation root {empty.resolve()} "
         "(prefix 'empty') holds no Markdown file"]
     assert flow_runs() == before
+
+
+def test_an_emptied_root_whose_sources_are_indexed_is_refused_without_a_flow_run(
+    ragplate_home: Path, prefect_api_url: str, settings: Settings, tmp_path: Path
+) -> None:
+    root = write_corpus(tmp_path / "emptied", {"setup.md": FILES["setup.md"]})
+    args = ("--path", str(root), "--prefix", "emptied", "--profile", "developer")
+    assert index_docs_process(ragplate_home, prefect_api_url, *args).returncode == 0
+    store = Runtime(settings).store("developer")
+    try:
+        (root / "setup.md").unlink()
+        before = flow_runs()
+
+        refused = [index_docs_process(ragplate_home, prefect_api_url, *args, *options)
+                   for options in ((), ("--full",))]
+
+        for done in refused:
+            assert done.returncode == 2, done.stderr
+            assert done.stderr.splitlines()[-1] == (
+                f"Error: documentation root {root.resolve()} (prefix 'emptied') holds no "
+                "Markdown file, but the developer index holds 1 of its sources. Nothing was "
+                "changed. An empty root is usually a missing checkout or mount: restore it, "
+                "or run again with --allow-empty to delete them.")
+        assert flow_runs() == before
+        assert "emptied/setup.md" in store.sources()
+    finally:
+        store.delete_sources(["emptied/setup.md"])
 
 
 def test_each_warning_of_reading_the_sources_is_printed_once(

@@ -70,6 +70,31 @@ def up_to_date_rows(runtime: Runtime, *, profile: str, path: str | None,
         return rows
 
 
+def refuse_emptied_roots(runtime: Runtime, *, profile: str, path: str | None,
+                         prefix: str | None) -> None:
+    """The flow's refusal of a root without Markdown files whose sources an index holds
+    (:func:`ragplate.tasks.indexing.steps.check_emptied_roots`), made before a flow run
+    starts, so that none is left failed in the Prefect UI. A root that is no directory is
+    the flow's to name. (Not for ``--allow-empty``, which lets the flow delete them.)"""
+    settings = runtime.settings
+    roots = resolve_roots(settings, path, prefix)
+    with _held_warnings():  # what listing a root warns of, the flow says
+        empty = [p for p, root in roots.items()
+                 if root.is_dir() and not read.source_paths(root.resolve())]
+    if not empty:
+        return
+    others = [p for p in settings.all_roots() if p not in roots]
+    model = runtime.active_profile()
+    deletions = {}
+    for name in indexes_for(profile):
+        # An emptied root reads no document: all its indexed sources would go.
+        found = index.root_sources(runtime.store(name, model).sources(), empty,
+                                   prefixes=list(roots), other_prefixes=others)
+        if found:
+            deletions[name] = found
+    index.refuse_emptied_roots(deletions, roots)
+
+
 @contextmanager
 def _held_warnings() -> Iterator[list[logging.LogRecord]]:
     """The records the loggers of reading sources emit in the block, held back from the
