@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -57,17 +57,24 @@ def assistant(
     if json_output:
         print_json(report)
         return
-    table = Table(title=f"assistant / {report['module']} (Level 1, {report['case_count']} "
-                        "cases)")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_column("cases", justify="right")
-    for key, value in report["metrics"].items():
-        table.add_row(key, str(value), str(report["measured"][key]))
-    console.print(table)
+    console.print(metrics_table(report))
     console.print(f"Report: {output} (HTML: {output.with_suffix('.html')})", highlight=False)
 
 
 def register(group: typer.Typer) -> None:
     """Attach ``assistant`` to the ``evaluate`` group."""
     group.command("assistant")(assistant)
+
+
+def metrics_table(report: dict[str, Any]) -> Table:
+    """The report's metrics as the console shows them: a metric no case measures reads
+    ``n/a``, not a failing-looking 0.0 (the JSON report keeps its value)."""
+    table = Table(title=f"assistant / {report['module']} (Level 1, {report['case_count']} "
+                        "cases)")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("cases", justify="right")
+    for key, value in report["metrics"].items():
+        measured = report["measured"][key]
+        table.add_row(key, str(value) if measured else "n/a", str(measured))
+    return table

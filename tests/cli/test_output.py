@@ -336,3 +336,4 @@ def test_a_prefect_service_failing_to_reach_its_server_is_one_line_per_service()
                          "Unable to connect to 'ws://127.0.0.1:4200/api/events/in'.")
                  for _ in range(3)]
     assert [once.filter(r) for r in reconnect] == [True, False, False]
+
