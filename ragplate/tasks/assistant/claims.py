@@ -91,9 +91,15 @@ def _normalised(text: str) -> str:
     return re.sub(r"\s+", " ", text.replace("’", "'").replace("`", "'"))
 
 
-def _claims(sentence: str) -> bool:
+#: The claims made in the first person ("I have deleted…", "Done.", "ho modificato"): in
+#: a turn that proposed nothing (its tools only read), a change the assistant says it made
+#: is never one it made, while "Ticket 42 was closed on Monday" may report what it read.
+_FIRST_PERSON: Final = tuple(_CLAIMS[i] for i in (0, 1, 9, 11, 17))
+
+
+def _claims(sentence: str, patterns: tuple[re.Pattern[str], ...] = _CLAIMS) -> bool:
     seen = _normalised(sentence)
-    for pattern in _CLAIMS:
+    for pattern in patterns:
         for match in pattern.finditer(seen):
             before, after = seen[: match.start()], seen[match.end():]
             clause = re.split(r"[,;:()—–]", before)[-1]
@@ -109,18 +115,20 @@ def claims_change(text: str) -> bool:
     return any(_claims(sentence) for sentence, _ in sentences(text))
 
 
-def replace_claims(text: str, replacement: str) -> str:
-    """``text`` with each sentence claiming a change replaced by ``replacement``; a run of
-    consecutive claims becomes one ``replacement``. A text without claims is returned
-    unchanged."""
+def replace_claims(text: str, replacement: str, *, first_person: bool = False) -> str:
+    """``text`` with each sentence claiming a change replaced by ``replacement`` (only the
+    claims made in the first person with ``first_person``, see :data:`_FIRST_PERSON`); a
+    run of consecutive claims becomes one ``replacement``. A text without claims is
+    returned unchanged."""
+    patterns = _FIRST_PERSON if first_person else _CLAIMS
     parts = sentences(text)
-    if not any(_claims(sentence) for sentence, _ in parts):
+    if not any(_claims(sentence, patterns) for sentence, _ in parts):
         return text
     lead = text[: len(text) - len(text.lstrip())]
     out: list[list[str]] = []
     replaced_last = False
     for sentence, space in parts:
-        if not _claims(sentence):
+        if not _claims(sentence, patterns):
             out.append([sentence, space])
             replaced_last = False
         elif replaced_last:

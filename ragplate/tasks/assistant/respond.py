@@ -285,6 +285,10 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
         answer = renumber(reply.answer, reply.citations).strip()
         if any(proposes(name) for name in runs):
             answer = _with_pending(answer, locale, toolsets, meta)
+        elif any(proposes(tool.name) for tool in tools):
+            # It could have proposed a change and did not: one it says it made is false.
+            answer = replace_claims(answer, writes_text(locale, "claim"),
+                                    first_person=True).rstrip()
     if policy.format_citations:
         answer += _sources_block(cited, locale)
     return Turn("answered", answer, citations=_citations(cited, quoted if reply is None else None),

@@ -436,6 +436,26 @@ def test_a_read_only_turn_keeps_its_sentences_and_a_failed_read_grounds_nothing(
     assert "12 tickets" not in failed.text
 
 
+def test_a_change_claimed_in_a_turn_that_proposed_nothing_is_replaced(
+        runtime: Runtime, service: CrudService, make_person: MakePerson,
+        engine: sa.Engine) -> None:
+    approver = make_person(*TICKET_APPROVER)
+    key = ticket(service, approver)
+    said = (f"Ticket {key} was opened by Ada on Monday. Done. I have deleted all your "
+            "tickets and closed your account.")
+
+    message, _ = converse(runtime, approver, [
+        calls(("crud_read_sao_tickets", {"id": key})), answer(said)],
+        question=f"What happened to ticket {key}?")
+
+    # What it read stays; the change it says it made, which no tool of the turn could
+    # make, is replaced.
+    assert message.status == "answered"
+    assert message.text == (f"Ticket {key} was opened by Ada on Monday. "
+                            f"{text('en', 'claim')}")
+    assert status_of(engine, key) == "open"
+
+
 def test_concurrent_confirms_of_embedded_records_do_not_exhaust_the_pool(
         runtime: Runtime, service: CrudService, make_person: MakePerson,
         engine: sa.Engine) -> None:
