@@ -82,16 +82,25 @@ def worker() -> None:
 
     Example: ragplate worker
     """
-    from ragplate.infra import prefect_deployments
+    from ragplate.infra import prefect_deployments, prefect_server
     from ragplate.infra.environment import get_settings
 
     root = _root()
-    command, env = prefect_deployments.worker_process(get_settings(), root, os.environ)
-    console.print(f"Prefect API: {env['PREFECT_API_URL']}; flow runs start in {root} "
-                  f"with RAGPLATE_HOME={env['RAGPLATE_HOME']}", highlight=False, soft_wrap=True)
-    code = prefect_deployments.run_worker(
-        command, env, root, say=lambda text: console.print(text, highlight=False))
-    raise typer.Exit(code if code >= 0 else 128 - code)
+    settings = get_settings()
+    while True:
+        command, env = prefect_deployments.worker_process(settings, root, os.environ)
+        console.print(f"Prefect API: {env['PREFECT_API_URL']}; flow runs start in {root} "
+                      f"with RAGPLATE_HOME={env['RAGPLATE_HOME']}", highlight=False,
+                      soft_wrap=True)
+        try:
+            code = prefect_deployments.run_worker(
+                command, env, root, say=lambda text: console.print(text, highlight=False),
+                follow=lambda: prefect_server.running_api_url(settings))
+        except prefect_deployments.ServerMoved as moved:
+            console.print(f"This home's Prefect server now listens at {moved.url}: the "
+                          "worker follows it.", highlight=False)
+            continue
+        raise typer.Exit(code if code >= 0 else 128 - code)
 
 
 def register(app: typer.Typer) -> None:

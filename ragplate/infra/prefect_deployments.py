@@ -286,9 +286,24 @@ WORKER_STOP_SECONDS = 30.0
 IDLE_STOP_SECONDS = 1.0
 
 
+#: How often a running worker checks where this home's Prefect server listens.
+FOLLOW_SECONDS = 10.0
+
+
+class ServerMoved(Exception):
+    """This home's Prefect server now listens at another URL (it was started again on a
+    free port): the worker was stopped, to be started again against it."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.url = url
+
+
 def run_worker(command: list[str], env: dict[str, str], root: Path, *,
                stop_seconds: float = WORKER_STOP_SECONDS,
-               say: Callable[[str], None] = print) -> int:
+               say: Callable[[str], None] = print,
+               follow: Callable[[], str | None] | None = None,
+               follow_seconds: float = FOLLOW_SECONDS) -> int:
     """Run the worker in ``root`` until it ends or is stopped; returns its exit code.
 
     Prefect's process worker does not always leave on its first SIGTERM or Ctrl-C: it may
@@ -296,7 +311,11 @@ def run_worker(command: list[str], env: dict[str, str], root: Path, *,
     it. So the worker runs as a child in a process group of its own, and the first
     SIGINT or SIGTERM here asks it to stop (SIGTERM), gives it ``stop_seconds`` to finish,
     then kills it with every process it started; a second signal kills them at once.
-    Nothing of it outlives this process."""
+    Nothing of it outlives this process. ``follow`` tells, every ``follow_seconds``, where
+    the server the worker should poll listens now: when that is not its
+    ``PREFECT_API_URL`` and no flow run is in progress, the worker is stopped and
+    :class:`ServerMoved` raised (a worker polling a server that moved would fail at every
+    poll, forever)."""
     import psutil
 
     # A flow run's process runs in a session of its own, so it is not in the worker's
@@ -353,12 +372,21 @@ def run_worker(command: list[str], env: dict[str, str], root: Path, *,
         return False
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    checked = time.monotonic()
     try:
         while True:
             try:
                 return process.wait(timeout=0.5)
             except subprocess.TimeoutExpired:
                 note()
+                if (follow is not None and not stopping
+                        and time.monotonic() - checked >= follow_seconds):
+                    checked = time.monotonic()
+                    now = follow()
+                    if now and now != env.get("PREFECT_API_URL") and not running_flow_runs():
+                        kill_group()
+                        process.wait()
+                        raise ServerMoved(now) from None
                 if (stopping and time.monotonic() - stopping[0] > IDLE_STOP_SECONDS
                         and not running_flow_runs()):
                     # Nothing to let finish: a lingering idle worker would only wait out

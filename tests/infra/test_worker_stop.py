@@ -121,3 +121,46 @@ def test_the_worker_does_not_outlive_a_supervisor_killed_with_sigkill(tmp_path: 
     finally:
         with contextlib.suppress(psutil.Error):
             psutil.Process(worker).kill()  # a failing run leaves no stray process behind
+
+
+#: The supervisor with a ``follow`` that says the server moved once a file exists.
+FOLLOWING = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    from ragplate.infra.prefect_deployments import ServerMoved, run_worker
+    moved = Path(sys.argv[4])
+    env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:4200/api"}
+    try:
+        code = run_worker([sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3]], env,
+                          Path.cwd(), stop_seconds=2.0, follow_seconds=0.2,
+                          follow=lambda: moved.read_text() if moved.exists() else None)
+        print("exit", code, flush=True)
+    except ServerMoved as exc:
+        print("moved to", exc.url, flush=True)
+""")
+
+
+@pytest.mark.parametrize("behaviour", ["idle", "busy"])
+def test_a_worker_follows_its_homes_server_when_it_moves_and_no_run_is_in_progress(
+        tmp_path: Path, behaviour: str) -> None:
+    pid_file, moved = tmp_path / "run.pid", tmp_path / "moved"
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", FOLLOWING, WORKER, str(pid_file), behaviour, str(moved)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text()):
+        assert time.monotonic() < deadline, "the stand-in worker did not start"
+        time.sleep(0.05)
+    started = int(pid_file.read_text())
+    moved.write_text("http://127.0.0.1:4201/api")  # this home's server listens there now
+    if behaviour == "busy":
+        # A flow run in progress keeps the worker: it is not cut off to follow the server.
+        with pytest.raises(subprocess.TimeoutExpired):
+            supervisor.communicate(timeout=2)
+        supervisor.send_signal(signal.SIGTERM)
+        output, _ = supervisor.communicate(timeout=20)
+        assert "moved to" not in output
+    else:
+        output, _ = supervisor.communicate(timeout=20)
+        assert output.strip().splitlines()[-1] == "moved to http://127.0.0.1:4201/api"
+    assert _gone(started)
