@@ -135,10 +135,13 @@ def page(browser: Browser) -> Iterator[Page]:
     tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
 
     def console(message: ConsoleMessage) -> None:
-        # Chromium logs every 4xx fetch; a wrong token's 401, a guest's 403, a refused 422,
-        # a busy person's 429, a proxy's 502 and a full stream pool's 503 are the page working.
-        if message.type == "error" and not any(f"status of {status}" in message.text
-                                               for status in (401, 403, 422, 429, 502, 503)):
+        # Chromium logs every 4xx fetch; a wrong token's 401, a guest's 403, a conversation
+        # deleted elsewhere's 404, a refused 422, a busy person's 429, a proxy's 502, a full
+        # stream pool's 503 and a request the network dropped are the page working.
+        if (message.type == "error"
+                and not any(f"status of {status}" in message.text
+                            for status in (401, 403, 404, 422, 429, 502, 503))
+                and "net::ERR_FAILED" not in message.text):
             problems.append(f"console: {message.text}")
 
     tab.on("console", console)
@@ -488,9 +491,9 @@ def test_a_first_question_refused_leaves_no_conversation_and_a_retry_makes_it_ag
     sign_in(page, server, person)
     send(page, QUESTION)
 
+    # Said in the person's language, not the server's English detail.
     expect(page.locator("#chat-error")).to_have_text(
-        "Something went wrong (503): the assistant is preparing as many answers as it can; "
-        "try again in a moment")
+        "The assistant cannot answer right now. Try again in a moment.")
     expect(page.locator("#conversation-list > li")).to_have_count(0)
     expect(page.locator("#conversation-list-empty")).to_have_text("No conversations yet.")
     expect(page.locator("#conversation-title")).to_have_text("New conversation")
@@ -505,6 +508,57 @@ def test_a_first_question_refused_leaves_no_conversation_and_a_retry_makes_it_ag
     [kept] = stored_conversations(server, person)
     assert kept["title"] == QUESTION
     expect(page.locator("#conversation-list button")).to_have_attribute("data-id", kept["id"])
+
+
+def test_a_question_the_network_never_carried_goes_back_to_the_composer(
+    server: AppServer, engine: sa.Engine, page: Page
+) -> None:
+    person = token(engine)
+    sign_in(page, server, person)
+    # Not even its conversation could be made: nothing was stored.
+    page.route("**/app/ai/conversations", lambda route: route.abort()
+               if route.request.method == "POST" else route.continue_())
+    send(page, QUESTION)
+
+    expect(page.locator("#chat-error")).to_have_text(
+        "The server did not answer. Try again in a moment.")
+    expect(page.locator("#composer-text")).to_have_value(QUESTION)
+    expect(page.locator("#messages .message")).to_have_count(0)
+    assert stored_conversations(server, person) == []
+
+    # Its conversation made, the stream's request failing before any event: once no answer
+    # shows up, the question is back too, and the conversation made for it alone is gone.
+    page.unroute("**/app/ai/conversations")
+    page.clock.install()
+    page.route("**/app/ai/agent", lambda route: route.abort())
+    page.locator("#composer-text").press("Enter")
+    expect(last_answer(page)).to_have_attribute("data-status", "failed", timeout=TIMEOUT_MS)
+    page.clock.run_for(30_000)  # every attempt to read the answer back
+    expect(last_answer(page).locator(".failure")).to_have_text(
+        "The question did not reach the assistant. It is back in the box below: send it "
+        "again.", timeout=TIMEOUT_MS)
+    expect(page.locator("#composer-text")).to_have_value(QUESTION)
+    expect(page.locator("#conversation-list > li")).to_have_count(0)
+    assert stored_conversations(server, person) == []
+
+
+def test_a_conversation_deleted_elsewhere_takes_its_messages_off_the_page(
+    server: AppServer, engine: sa.Engine, page: Page
+) -> None:
+    person = token(engine)
+    sign_in(page, server, person)
+    ask(page, QUESTION)
+    [gone] = stored_conversations(server, person)
+    deleted = httpx.delete(f"{server.url}/app/ai/conversations/{gone['id']}",
+                           headers={"Authorization": f"Bearer {person}"})
+    assert deleted.status_code == 204
+
+    send(page, "And how do I ask it in Italian?")
+
+    expect(page.locator("#chat-error")).to_have_text("This conversation no longer exists.")
+    expect(page.locator("#messages .message")).to_have_count(0)
+    expect(page.locator("#conversation-title")).to_have_text("New conversation")
+    expect(page.locator("#composer-text")).to_have_value("And how do I ask it in Italian?")
 
 
 def test_a_proxys_error_keeps_the_conversation_the_answer_may_already_be_stored_in(

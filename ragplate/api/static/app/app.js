@@ -116,6 +116,9 @@ function openCitation(citation, index, opener) {
   $("citation-score").textContent = score ? t("citation.similarity", { score }) : "";
   citationOpener = opener;
   $("citation").showModal();
+  // Focus goes to Close, at the end: a long excerpt on a small screen would open scrolled
+  // past its heading and its start.
+  $("citation").scrollTop = 0;
 }
 
 function citationLink(citation, index, text, className) {
@@ -368,6 +371,11 @@ async function decide(card, decision) {
   }
   card.busy = null;
   drawProposal(card);
+  // A proposal decided elsewhere (another tab) answers with that first decision.
+  const rejected = card.write.status === "rejected";
+  if (DECIDED.has(card.write.status) && rejected !== (decision === "reject")) {
+    card.error.textContent = t("proposal.already_decided");
+  }
   announce(`${card.status.textContent}. ${card.outcome.textContent}`);
   // The buttons are gone: the keyboard's place moves to what happened.
   if (!card.outcome.hidden) card.outcome.focus();
@@ -475,6 +483,8 @@ function messageOfError(error) {
   if (error.status === 413) return t("error.too_large");
   // The server's detail is English; the page says it in the person's language.
   if (error.status === 429) return t("error.busy");
+  // No stream slot free, or a service it needs away: either way, later.
+  if (error.status === 503) return t("error.unavailable");
   if (error.status === 400 || error.status === 422) {
     return t("error.invalid", { detail: error.describe() });
   }
@@ -509,6 +519,7 @@ async function ask(text) {
   const citations = [];
   let answer = "";
   let finished = false;
+  let received = false; // an event of the stream arrived: the server took the question
   let started = null; // the conversation made for this question, while it holds nothing
   try {
     if (!state.currentId) {
@@ -526,6 +537,7 @@ async function ask(text) {
       setTitle(created);
     }
     for await (const event of askStreaming(token, state.currentId, text, controller.signal)) {
+      received = true;
       window.dispatchEvent(new CustomEvent("ragplate:stream", { detail: event }));
       switch (event.type) {
         case "response.in_progress": {
@@ -592,7 +604,15 @@ async function ask(text) {
     if (!finished && !controller.signal.aborted) interrupted(shell, state.currentId, known);
   } catch (error) {
     if (controller.signal.aborted || error.name === "AbortError") return;
-    if (error instanceof ApiError && error.status !== 0 && !finished) {
+    const unsent = error instanceof ApiError && error.status === 0 && !state.currentId;
+    if (unsent) {
+      // Not even a conversation could be made: nothing was stored, the question goes back.
+      question.remove();
+      shell.item.remove();
+      $("conversation-intro").hidden = $("messages").children.length > 0;
+      if (!$("composer-text").value) $("composer-text").value = text;
+      handleError(error);
+    } else if (error instanceof ApiError && error.status !== 0 && !finished) {
       // Refused before the stream began: nothing was stored; the question goes back to
       // the composer to be sent again.
       question.remove();
@@ -600,10 +620,12 @@ async function ask(text) {
       $("conversation-intro").hidden = $("messages").children.length > 0;
       if (!$("composer-text").value) $("composer-text").value = text;
       if (error.status === 404) {
+        // Deleted elsewhere: its messages go with it, and the question starts a new one.
         state.conversations = state.conversations.filter((c) => c.id !== state.currentId);
         state.currentId = null;
         renderConversationList();
         setTitle(null);
+        renderMessages([]);
       } else if (started && REFUSED_BEFORE_WORK.has(error.status)) {
         // Made for this question alone, it would stay listed empty for good. Only the
         // statuses the API answers before doing anything: a proxy's 502 or 504 may come
@@ -615,7 +637,9 @@ async function ask(text) {
     } else if (!finished && error instanceof ApiError && error.status !== 0) {
       fail(shell, messageOfError(error));
     } else if (!finished) {
-      interrupted(shell, state.currentId, known);
+      // Before any event the question may never have reached the server: if no answer
+      // shows up, it goes back to the composer.
+      interrupted(shell, state.currentId, known, received ? null : { text, started, token });
     }
   } finally {
     if (state.stream === controller) {
@@ -644,8 +668,11 @@ async function discard(token, id) {
 
 /** The delivery broke off, not the answer: the server stores it whether or not anyone
  * reads the stream, so the conversation is read again for a while and shown once the
- * answer is there. */
-async function interrupted(shell, id, known) {
+ * answer is there. ``unsent`` (the question's text, the conversation made for it and the
+ * token) when no event had arrived: if no answer shows up, the question may never have
+ * reached the server, and goes back to the composer (the conversation made for it alone
+ * is deleted). */
+async function interrupted(shell, id, known, unsent = null) {
   fail(shell, t("error.interrupted"));
   for (let attempt = 0; attempt < RECOVERY_ATTEMPTS; attempt++) {
     await new Promise((resolve) => setTimeout(resolve, RECOVERY_PAUSE_MS));
@@ -662,6 +689,10 @@ async function interrupted(shell, id, known) {
       // The server may be restarting: read again at the next attempt.
     }
   }
+  if (!unsent || state.currentId !== id) return;
+  fail(shell, t("error.undelivered"));
+  if (!$("composer-text").value) $("composer-text").value = unsent.text;
+  if (unsent.started) await discard(unsent.token, unsent.started.id).catch(() => {});
 }
 
 const RECOVERY_ATTEMPTS = 10;
@@ -693,7 +724,10 @@ async function enter(token, { fromForm = false } = {}) {
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) {
       sessionStorage.removeItem(TOKEN_KEY);
-      showSignin(t(fromForm ? "signin.invalid" : "signin.expired"));
+      // An expired token is no typo: the person needs a new one, not another look at it.
+      const expired = /expired/i.test(error.describe());
+      showSignin(t(!fromForm ? "signin.expired"
+        : expired ? "signin.token_expired" : "signin.invalid"));
     } else if (error instanceof ApiError && error.status === 403) {
       sessionStorage.removeItem(TOKEN_KEY);
       showSignin(t("signin.guest"));
