@@ -14,8 +14,14 @@ LIST_ITEM = re.compile(r"^([-*+]|\d+[.)])\s+")
 # Emphasis markers, not the double underscores inside a name (RAGPLATE_SERVERS__CHAT__URL).
 _MARKUP = re.compile(r"\*\*|(?<!\w)__|__(?!\w)|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)"
                      r"|\[([^\]]+)\]\([^)]+\)")
-# A comment is for the document's writers, never for an answer.
-_COMMENT = re.compile(r"<!--.*?(-->|\Z)", re.DOTALL)
+# A comment is for the document's writers, never for an answer. Read as Markdown reads it:
+# not inside code (a fenced block, unclosed ones running to the end, or a code span), where
+# "<!--" is text; closed by "-->"; or, unclosed, running to the end only when it starts a
+# line (an HTML block), an unclosed "<!--" inside a line being text too.
+_COMMENT = re.compile(
+    r"^[ ]{0,3}(?P<fence>```|~~~)[^\n]*(?:\n.*?(?:^[ ]{0,3}(?P=fence)[^\n]*$|\Z)|\Z)"
+    r"|``[^\n]*?``|`[^`\n]+`"
+    r"|(?P<comment><!--.*?-->|^[ ]{0,3}<!--.*\Z)", re.DOTALL | re.MULTILINE)
 
 
 def plain(text: str) -> str:
@@ -24,8 +30,9 @@ def plain(text: str) -> str:
 
 
 def without_comments(text: str) -> str:
-    """``text`` without its HTML comments (an unclosed one runs to the end)."""
-    return _COMMENT.sub(" ", text)
+    """``text`` without its HTML comments, as Markdown reads them (see :data:`_COMMENT`):
+    code and a "<!--" that opens no comment are kept as written."""
+    return _COMMENT.sub(lambda m: " " if m.group("comment") else m.group(0), text)
 
 
 def list_introduction(lines: list[str], index: int) -> str | None:
