@@ -65,8 +65,9 @@ _SCRIPT_URL = re.compile(r"(?im)^\s*(?:javascript|vbscript|data\s*:\s*text/html)
 
 
 def check_cited(citations: Sequence[Mapping[str, Any]]) -> Verdict:
-    """The rules of every profile (keys, credential requests) on the citations' excerpts: they reach the wire with the answer, so a page's own words asking
-    the reader for a token are refused there as in the answer's text."""
+    """The rules of every profile (keys, credential requests) on the citations'
+    excerpts: they reach the wire with the answer, so a page's own words asking the reader
+    for a token are refused there as in the answer's text."""
     shown = "\n".join(str(c.get("excerpt") or "") for c in citations)
     return _matched(shown, _every_profile()) if shown.strip() else Verdict(True)
 
