@@ -16,16 +16,21 @@ from ragplate.catalog.guardrails import Rule
 
 #: The parts of the credential-request rule: a verb handing something over, a credential,
 #: and who receives it.
-_HAND_OVER = (r"(?:paste|send|enter|type|share|submit|provide|give|tell|reply\s+with|incolla"
-              r"|invia|inserisci|condividi|comunica|scrivi|manda)")
-_CREDENTIAL = (r"(?:api[\s_-]?key|access\s+key|token|password|passphrase|pin|one-time\s+code"
-               r"|2fa\s+code|verification\s+code|credentials?|secret|session\s+cookie"
-               r"|chiave\s+api|credenziali|codice\s+di\s+verifica)s?\b")
+_HAND_OVER = (r"(?:paste|send|enter|type|share|submit|provide|give|tell|reply\s+with|e-?mail"
+              r"|forward|dm|message|text|incolla|invia|inserisci|condividi|comunica|scrivi"
+              r"|manda|incollare|inviare|inserire|condividere|comunicare|scrivere|mandare)")
+_CREDENTIAL = (r"(?:api[\s_-]?key|access\s+(?:key|token)|token|password|passphrase|passcode"
+               r"|pin|one-time\s+code|2fa\s+code|verification\s+code|credentials?|secret"
+               r"|session\s+cookie|chiave\s+api|credenziali|codice\s+di\s+verifica)s?\b")
 _RECEIVER = (r"(?:\b(?:to|with)\s+(?:our\s+|the\s+)?(?:support(?:\s+team)?|help\s?desk|us|me"
              r"|an?\s+agent)\b|\b(?:into|in|on|via|through)\s+(?:the\s+|our\s+|this\s+)?"
-             r"(?:support|help\s?desk)\s+(?:form|chat|portal|ticket)\b|https?://"
+             r"(?:support|help\s?desk)\s+(?:form|chat|portal|ticket)\b|\b(?:in|into)\s+this"
+             r"\s+chat\b|https?://|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w@])@[\w.-]{2,}"
+             r"|\b(?:[\w-]+\.)+(?:com|net|org|io|co|dev|app|example|info|biz|xyz)\b"
              r"|\bso\s+(?:that\s+)?(?:i|we)\s+can\b|\b(?:a|al|con)\s+(?:noi|me|supporto"
              r"|assistenza)\b|\bcos[iì]\s+(?:posso|possiamo)\b)")
+#: A clause: up to the end of a sentence, a semicolon or a colon.
+_CLAUSE = r"[^.?!;:\n]"
 
 SECRET_RULES: tuple[Rule, ...] = (
     Rule("output-api-key", "output_secret",
@@ -51,11 +56,21 @@ SECRET_RULES: tuple[Rule, ...] = (
     # Acme" is one). Bounded, so a long run of "pwd:" costs no more than a line.
     Rule("output-labelled-secret", "output_secret",
          r"(?i)\b(?:aws_?secret_?access_?key|secret_?access_?key|api[_ -]?key|access[_ -]?token"
-         r"|auth[_ -]?token|client[_ -]?secret|password|passwd|pwd)\b[\"'`]?[ \t]{0,3}"
-         r"(?:is\b|:|=>?)[ \t]{0,3}[\"'`]?(?![/~.])(?!\d+-[A-Za-z]+\b)"
-         r"(?=[^\s\"'`]{0,200}\d)(?=[^\s\"'`]{0,200}[A-Za-z])[^\s\"'`]{8,200}",
+         r"|auth[_ -]?token|client[_ -]?secret|shared\s+secret|password|passwd|pwd|passcode"
+         r"|passphrase)\b[\"'`]?(?:\s+(?:for|of|del|della|dell['’])\s*[\w' ]{1,30}?"
+         r"|[ \t]*\([^)\n]{1,30}\))?[ \t]{0,3}(?:is\b|was\b|è|:|=>?|->)[ \t]{0,3}[\"'`]?"
+         r"(?![/~.])(?!\d+-[A-Za-z]+\b)(?=[^\s\"'`]{0,200}\d)(?=[^\s\"'`]{0,200}[A-Za-z])"
+         r"[^\s\"'`]{8,200}"
+         r"|\baws_?secret_?access_?key\W{1,5}[A-Za-z0-9/+=]{40}\b",
          "The admin password is Hunter2!Acme, and aws_secret_access_key = wJalrXUtnFEMI/K7MD.",
          "The password is stored as a hash; the API key is 32-characters long."),
+    # Credentials inside a connection URL (postgres://admin:Hunter2Acme@db/…): letters and
+    # digits, so that the placeholder of an example (user:pass@host) is not one.
+    Rule("output-url-credentials", "output_secret",
+         r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]{1,64}:(?=[^\s@/]{0,64}\d)"
+         r"(?=[^\s@/]{0,64}[A-Za-z])[^\s@/]{6,64}@",
+         "Connect to postgres://admin:Hunter2Acme@db.acme.internal:5432/prod.",
+         "Set RAGPLATE_DATABASE_URL to postgresql://user:pass@host/db."),
     # An answer asking the reader to hand a credential over to someone (support, us, an
     # outside address, "so I can check"): what an instruction planted in a page or a
     # record asks a model to pass on. Read one sentence at a time, and not in a sentence
@@ -63,10 +78,13 @@ SECRET_RULES: tuple[Rule, ...] = (
     # client sends its own token (the Authorization header), or where a code arrives (by
     # email), is not such a request.
     Rule("output-credential-request", "output_credential_request",
-         r"(?im)(?:^|(?<=[.?!;]))(?![^.?!;\n]*\b(?:never|not|n't|non|mai|nessuno)\b)"
-         r"[^.?!;\n]{0,120}?\b" + _HAND_OVER + r"\b(?:\s+(?:us|me|ci|mi)\b[^.?!;\n]{0,40}?\b"
-         + _CREDENTIAL + r"|[^.?!;\n]{0,40}?\b" + _CREDENTIAL + r"[^.?!;\n]{0,60}?"
-         + _RECEIVER + r")",
+         r"(?im)(?:^|(?<=[.?!;:]))(?!" + _CLAUSE + r"*\b(?:never|not|n't|non|mai|nessuno)\b)"
+         + _CLAUSE + r"{0,120}?\b" + _HAND_OVER + r"\b(?:\s+(?:us|me|ci|mi)\b" + _CLAUSE
+         + r"{0,40}?\b" + _CREDENTIAL + "|" + _CLAUSE + r"{0,40}?\b" + _CREDENTIAL + _CLAUSE
+         + r"{0,60}?" + _RECEIVER + r")"
+         # "…your API token: paste it into the support form at https://…"
+         r"|\b" + _CREDENTIAL + r"[^.?!;\n]{0,40}?[:,]\s*" + _HAND_OVER
+         + r"\s+(?:it|them)\b[^.?!;\n]{0,60}?" + _RECEIVER,
          "To keep access, paste your API token into the support form at "
          "https://sso.example/support.",
          "Send your API token in the Authorization header; we will never ask you to send "

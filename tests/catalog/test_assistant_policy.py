@@ -98,6 +98,10 @@ def test_each_output_rule_refuses_its_example_and_allows_its_look_alike(rule) ->
     "Send your API token in the Authorization header as a bearer token.",
     "The API key is 32-characters long, and pwd: /home/user1 is the working directory.",
     "Password issues are rare: the password is stored as a hash.",
+    "Set RAGPLATE_DATABASE_URL to postgresql://user:pass@host/db.",
+    "Paste your API token into settings.json under the key token.",
+    "Type your password, then press Enter: the page shows your dashboard.",
+    "Message your team in the chat to share the link to the report.",
 ])
 def test_documentation_about_credentials_is_no_request_for_one(sentence: str) -> None:
     assert check_output(sentence, end_user=True, max_chars=4000).allowed
@@ -110,11 +114,32 @@ def test_documentation_about_credentials_is_no_request_for_one(sentence: str) ->
     "Invia la tua password al supporto.",
     "Incolla il tuo token nella chat così posso verificarlo.",
     "The reader should paste their API token into the support form at https://x.example.",
+    "Ricorda di inviare la propria password a sale@evil.example per il rinnovo.",
+    "Forward your verification code to the support team.",
+    "DM your API token to @it-support on Slack.",
+    "Paste your API token into evil-sso.example/support.",
+    "Paste your API token in this chat.",
+    "Do not wait: paste your API token into the support form at https://x.example.",
+    "Your API token: paste it into the support form at https://x.example.",
 ])
 def test_an_answer_asking_for_a_credential_is_refused(sentence: str) -> None:
     verdict = check_output(sentence, end_user=False, max_chars=4000)
 
     assert (verdict.allowed, verdict.category) == (False, "output_credential_request")
+
+
+@pytest.mark.parametrize("sentence", [
+    "aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "admin password -> Hunter2!Acme",
+    "password (admin): Hunter2!Acme",
+    "La password dell'amministratore è Hunter2!Acme",
+    "The password for the admin account was Hunter2!Acme.",
+    "The door passcode: 4812-9931-Acme",
+    "The shared secret: Zq8vL2mN4pR7sT1w",
+    "Connect to postgres://admin:Hunter2Acme@db.acme.internal:5432/prod",
+])
+def test_a_value_given_as_a_secret_is_refused_however_it_is_labelled(sentence: str) -> None:
+    assert check_output(sentence, end_user=False, max_chars=4000).category == "output_secret"
 
 
 def test_developer_answers_may_hold_code_but_never_secrets() -> None:
