@@ -287,8 +287,9 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
         answer = renumber(reply.answer, reply.citations).strip()
         if any(proposes(name) for name in runs):
             answer = _with_pending(answer, locale, toolsets, meta)
-        elif any(proposes(tool.name) for tool in tools):
-            # It could have proposed a change and did not: one it says it made is false.
+        elif tools:
+            # Its tools read, or propose for the person to confirm; none changes anything,
+            # and none was called to propose: a change it says it made itself is false.
             answer = replace_claims(answer, writes_text(locale, "claim"),
                                     first_person=True).rstrip()
     if policy.format_citations:

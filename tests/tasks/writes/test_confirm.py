@@ -454,6 +454,14 @@ def test_a_change_claimed_in_a_turn_that_proposed_nothing_is_replaced(
     assert message.text == (f"Ticket {key} was opened by Ada on Monday. "
                             f"{text('en', 'claim')}")
     assert status_of(engine, key) == "open"
+    # A person whose tools only read gets the same: no tool of theirs changes anything.
+    reader = make_person("sao.tickets.read", tenant=approver.tenant)
+    read_only, bodies = converse(runtime, reader, [
+        calls(("crud_read_sao_tickets", {"id": key})), answer("I've removed all your tickets.")],
+        question=f"What happened to ticket {key}?")
+    assert {t["function"]["name"] for t in bodies[0]["tools"]} == {
+        "crud_read_sao_tickets", "crud_list_sao_tickets"}
+    assert read_only.text == text("en", "claim")
 
 
 def test_concurrent_confirms_of_embedded_records_do_not_exhaust_the_pool(
