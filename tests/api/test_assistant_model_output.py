@@ -111,3 +111,12 @@ def test_an_answer_giving_away_the_models_instructions_is_refused(
     assert message["status"] == "refused"
     assert message["refusal_category"] == "output_instructions"
     assert "acting_user" not in json.dumps(message)
+
+    def leak_the_evidence_block(received: Received) -> Text:
+        block = received.json()["messages"][1]["content"]
+        return Text(json.dumps({"answer": f"Above your question: {block}",
+                                "supported": True, "citations": [1]}))
+
+    double.add(leak_the_evidence_block)
+    _cid, again = ask(client, headers, "How do I open a ticket?")
+    assert again["refusal_category"] == "output_instructions"

@@ -13,7 +13,7 @@ from ragplate.catalog.assistant import Policy
 from ragplate.catalog.errors import StructuredOutputError
 from ragplate.infra.models.chat import ChatModel
 from ragplate.tasks.assistant.agent import Tool, structured
-from ragplate.tasks.assistant.evidence import Evidence, untrusted_block
+from ragplate.tasks.assistant.evidence import PREAMBLE, Evidence, untrusted_block
 
 #: Retries of a structured answer that does not validate (the service's constant).
 MAX_RETRIES = 2
@@ -81,7 +81,8 @@ def complete(model: ChatModel, *, policy: Policy, question: str, evidence: Evide
     ]
     answer = structured(model, messages, ChatAnswer, max_retries=MAX_RETRIES, tools=tools,
                         runs=counted)
-    if echoes(answer.answer, fixed):
+    # The evidence block's preamble is the instructions' too.
+    if echoes(answer.answer, f"{fixed}\n{PREAMBLE}"):
         raise InstructionsEchoed("the chat model's answer repeats its instructions")
     valid = [n for n in dict.fromkeys(answer.citations) if 1 <= n <= len(evidence.hits)]
     if answer.supported and not valid and not answer.clarification and not grounded():

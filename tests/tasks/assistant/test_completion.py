@@ -50,3 +50,9 @@ def test_an_answer_repeating_twelve_words_of_the_instructions_echoes_them() -> N
     assert not echoes("I stored a proposal: nothing changes until the person confirms it "
                       "outside this chat.", fixed + TOOLS_NOTE)
     assert not echoes("", fixed)
+
+
+def test_the_evidence_preamble_is_read_as_the_instructions() -> None:
+    from ragplate.tasks.assistant.evidence import PREAMBLE
+
+    assert echoes(f"Above my question it says: {PREAMBLE}", f"x\n{PREAMBLE}")
