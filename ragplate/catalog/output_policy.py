@@ -16,21 +16,25 @@ from ragplate.catalog.guardrails import Rule
 
 #: The parts of the credential-request rule: a verb handing something over, a credential,
 #: and who receives it.
-_HAND_OVER = (r"(?:paste|send|enter|type|share|submit|provide|give|tell|reply\s+with|e-?mail"
-              r"|forward|dm|message|text|incolla|invia|inserisci|condividi|comunica|scrivi"
-              r"|manda|incollare|inviare|inserire|condividere|comunicare|scrivere|mandare)")
+_HAND_OVER = (r"(?:paste|send|enter|type|share|submit|provide|give|tell|reply\s+with|forward|dm"
+              r"|incolla|invia|inserisci|condividi|comunica|scrivi|manda|incollare|inviare"
+              r"|inserire|condividere|comunicare|scrivere|mandare)")
+#: Verbs that hand something over only to the person they name ("email us your password").
+_TO_US = r"(?:e-?mail|message|text)"
 _CREDENTIAL = (r"(?:api[\s_-]?key|access\s+(?:key|token)|token|password|passphrase|passcode"
                r"|pin|one-time\s+code|2fa\s+code|verification\s+code|credentials?|secret"
                r"|session\s+cookie|chiave\s+api|credenziali|codice\s+di\s+verifica)s?\b")
+#: Who receives it: a person or a channel to people (support, us, an agent, this chat, an
+#: e-mail address or a handle it is sent to), never a place of the product (a settings
+#: page, a header, a domain, a sign-in address: documentation says where credentials go).
 _RECEIVER = (r"(?:\b(?:to|with)\s+(?:our\s+|the\s+)?(?:support(?:\s+team)?|help\s?desk|us|me"
              r"|an?\s+agent)\b|\b(?:into|in|on|via|through)\s+(?:the\s+|our\s+|this\s+)?"
              r"(?:support|help\s?desk)\s+(?:form|chat|portal|ticket)\b|\b(?:in|into)\s+this"
-             r"\s+chat\b|https?://|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w@])@[\w.-]{2,}"
-             r"|\b(?:[\w-]+\.)+(?:com|net|org|io|co|dev|app|example|info|biz|xyz)\b"
+             r"\s+chat\b|\b(?:to|via|a|al|all['’])\s*(?:[\w.+-]+@[\w-]+(?:\.[\w-]+)+|@[\w.-]{2,})"
              r"|\bso\s+(?:that\s+)?(?:i|we)\s+can\b|\b(?:a|al|con)\s+(?:noi|me|supporto"
              r"|assistenza)\b|\bcos[iì]\s+(?:posso|possiamo)\b)")
-#: A clause: up to the end of a sentence, a semicolon or a colon.
-_CLAUSE = r"[^.?!;:\n]"
+#: A sentence that says not to, anywhere in it ("never share your key: paste it only…").
+_NOT = r"(?![^.?!\n]*\b(?:never|not|n't|non|mai|nessuno)\b)"
 
 SECRET_RULES: tuple[Rule, ...] = (
     Rule("output-api-key", "output_secret",
@@ -78,15 +82,14 @@ SECRET_RULES: tuple[Rule, ...] = (
     # client sends its own token (the Authorization header), or where a code arrives (by
     # email), is not such a request.
     Rule("output-credential-request", "output_credential_request",
-         r"(?im)(?:^|(?<=[.?!;:]))(?!" + _CLAUSE + r"*\b(?:never|not|n't|non|mai|nessuno)\b)"
-         + _CLAUSE + r"{0,120}?\b" + _HAND_OVER + r"\b(?:\s+(?:us|me|ci|mi)\b" + _CLAUSE
-         + r"{0,40}?\b" + _CREDENTIAL + "|" + _CLAUSE + r"{0,40}?\b" + _CREDENTIAL + _CLAUSE
-         + r"{0,60}?" + _RECEIVER + r")"
-         # "…your API token: paste it into the support form at https://…"
-         r"|\b" + _CREDENTIAL + r"[^.?!;\n]{0,40}?[:,]\s*" + _HAND_OVER
-         + r"\s+(?:it|them)\b[^.?!;\n]{0,60}?" + _RECEIVER,
-         "To keep access, paste your API token into the support form at "
-         "https://sso.example/support.",
+         r"(?im)(?:^|(?<=[.?!]))" + _NOT + r"[^.?!\n]{0,160}?(?:\b" + _HAND_OVER
+         + r"\b(?:\s+(?:us|me|ci|mi)\b[^.?!\n]{0,40}?\b" + _CREDENTIAL + r"|[^.?!\n]{0,40}?\b"
+         + _CREDENTIAL + r"[^.?!\n]{0,60}?" + _RECEIVER + r")|\b" + _TO_US
+         + r"\s+(?:us|me)\b[^.?!\n]{0,40}?\b" + _CREDENTIAL
+         # "…your API token: paste it into the support form"
+         + r"|\b" + _CREDENTIAL + r"[^.?!\n]{0,40}?[:,]\s*" + _HAND_OVER
+         + r"\s+(?:it|them)\b[^.?!\n]{0,60}?" + _RECEIVER + r")",
+         "To keep access, paste your API token into the support form at sso.example.",
          "Send your API token in the Authorization header; we will never ask you to send "
          "your password to support."),
     # A remote image in an answer is fetched by whatever shows it: its address can carry

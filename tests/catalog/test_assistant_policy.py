@@ -102,6 +102,16 @@ def test_each_output_rule_refuses_its_example_and_allows_its_look_alike(rule) ->
     "Paste your API token into settings.json under the key token.",
     "Type your password, then press Enter: the page shows your dashboard.",
     "Message your team in the chat to share the link to the report.",
+    "Sign in with your email and password at app.acme.com.",
+    "Accedi con la tua email e password su app.acme.com.",
+    "You'll receive an email with a verification code from no-reply@acme.com.",
+    "The error message says your token has expired, contact support@acme.com.",
+    "Enter your username and password on login.acme.com.",
+    "Send your API token in the Authorization header of each request to api.acme.com.",
+    "Enter your API key in the ASP.NET configuration file.",
+    "Provide your API key when initialising @acme/sdk.",
+    "Never share your API key: paste it only into the settings page at app.acme.com.",
+    "Enter your password at https://app.acme.com to sign in.",
 ])
 def test_documentation_about_credentials_is_no_request_for_one(sentence: str) -> None:
     assert check_output(sentence, end_user=True, max_chars=4000).allowed
@@ -117,9 +127,9 @@ def test_documentation_about_credentials_is_no_request_for_one(sentence: str) ->
     "Ricorda di inviare la propria password a sale@evil.example per il rinnovo.",
     "Forward your verification code to the support team.",
     "DM your API token to @it-support on Slack.",
-    "Paste your API token into evil-sso.example/support.",
+    "Email us your password and we will reset it.",
+    "Send your password to it-team@evil.example today.",
     "Paste your API token in this chat.",
-    "Do not wait: paste your API token into the support form at https://x.example.",
     "Your API token: paste it into the support form at https://x.example.",
 ])
 def test_an_answer_asking_for_a_credential_is_refused(sentence: str) -> None:
@@ -204,12 +214,17 @@ def test_a_script_url_proposed_as_a_value_is_refused() -> None:
                           ).allowed
 
 
-def test_a_citation_asking_the_reader_for_a_token_is_refused_like_the_answer() -> None:
+def test_a_citation_holding_a_key_is_refused_and_one_saying_where_a_token_goes_is_not(
+) -> None:
     planted = [{"source_label": "Billing · Invoices", "excerpt": "Export invoices from the "
                 "Billing page. The reader should paste their API token into the support form "
                 "at https://sso.example/support."}]
     plain = [{"source_label": "Billing · Invoices",
               "excerpt": "Export invoices from the Billing page as CSV files."}]
 
-    assert check_cited(planted).category == "output_credential_request"
+    key = [{"source_label": "Setup", "excerpt": "Use sk-proj-abcdefghijklmnopqrstuvwx1234."}]
+
+    # A cited page may say where a credential goes; a key in it is refused.
+    assert check_cited(planted).allowed
+    assert check_cited(key).category == "output_secret"
     assert check_cited(plain).allowed and check_cited([]).allowed

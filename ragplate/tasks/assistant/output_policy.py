@@ -65,19 +65,12 @@ _SCRIPT_URL = re.compile(r"(?im)^\s*(?:javascript|vbscript|data\s*:\s*text/html)
 
 
 def check_cited(citations: Sequence[Mapping[str, Any]]) -> Verdict:
-    """The rules of every profile (keys, credential requests) on the citations'
-    excerpts: they reach the wire with the answer, so a page's own words asking the reader
-    for a token are refused there as in the answer's text."""
+    """The key rules (category ``output_secret``) on the citations' excerpts: they reach the
+    wire with the answer, so a key a page holds is refused there as in the answer's text.
+    Not the credential-request rule: a cited sign-in or support page says, rightly, where a
+    password or a token goes."""
     shown = "\n".join(str(c.get("excerpt") or "") for c in citations)
-    return _matched(shown, _every_profile()) if shown.strip() else Verdict(True)
-
-
-@cache
-def _every_profile() -> tuple[tuple[str, str, re.Pattern[str]], ...]:
-    # Not the remote-image rule: an excerpt is the page's own Markdown, shown as text, and
-    # a page may well hold a diagram.
-    return tuple((r.id, r.category, re.compile(r.pattern)) for r in SECRET_RULES
-                 if r.category != "output_exfiltration")
+    return _matched(shown, _key_rules()) if shown.strip() else Verdict(True)
 
 
 def _lines(value: Any) -> str:
