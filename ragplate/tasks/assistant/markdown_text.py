@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from markdown_it import MarkdownIt
+
 #: Between two sentences: an end mark, space, then what starts a sentence (so "e.g. this"
 #: is one sentence, and so is "e.g. `this`" or "e.g. This").
 SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bcf\.)(?<!\bvs\.)"
@@ -14,14 +16,16 @@ LIST_ITEM = re.compile(r"^([-*+]|\d+[.)])\s+")
 # Emphasis markers, not the double underscores inside a name (RAGPLATE_SERVERS__CHAT__URL).
 _MARKUP = re.compile(r"\*\*|(?<!\w)__|__(?!\w)|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)"
                      r"|\[([^\]]+)\]\([^)]+\)")
-# A comment is for the document's writers, never for an answer. Read as Markdown reads it:
-# not inside code (a fenced block, unclosed ones running to the end, or a code span), where
-# "<!--" is text; closed by "-->"; or, unclosed, running to the end only when it starts a
-# line (an HTML block), an unclosed "<!--" inside a line being text too.
-_COMMENT = re.compile(
-    r"^[ ]{0,3}(?P<fence>```|~~~)[^\n]*(?:\n.*?(?:^[ ]{0,3}(?P=fence)[^\n]*$|\Z)|\Z)"
-    r"|``[^\n]*?``|`[^`\n]+`"
-    r"|(?P<comment><!--.*?-->|^[ ]{0,3}<!--.*\Z)", re.DOTALL | re.MULTILINE)
+# A comment is for the document's writers, never for an answer, and the model reads no
+# page's comments: where an instruction planted in a page hides best. Code is kept as
+# written: a fenced or indented block, as Markdown itself finds them. Anywhere else a
+# closed comment goes, even inside a code span (failing closed: a span's backticks are
+# easier to get wrong than a comment is to leave in), and so does one left open at the
+# start of a line, to the end of its stretch of text (an HTML block that never closes);
+# "<!--" inside a line, without its "-->", is text.
+_MARKDOWN = MarkdownIt("commonmark")
+_CLOSED = re.compile(r"<!--.*?-->", re.DOTALL)
+_LEFT_OPEN = re.compile(r"^[ ]{0,3}<!--.*\Z", re.DOTALL | re.MULTILINE)
 
 
 def plain(text: str) -> str:
@@ -30,9 +34,31 @@ def plain(text: str) -> str:
 
 
 def without_comments(text: str) -> str:
-    """``text`` without its HTML comments, as Markdown reads them (see :data:`_COMMENT`):
-    code and a "<!--" that opens no comment are kept as written."""
-    return _COMMENT.sub(lambda m: " " if m.group("comment") else m.group(0), text)
+    """``text`` without its HTML comments; its code blocks as written (see
+    :data:`_MARKDOWN`)."""
+    if "<!--" not in text:
+        return text
+    lines = text.splitlines(keepends=True)
+    code: set[int] = set()
+    for token in _MARKDOWN.parse(text):
+        if token.type in ("fence", "code_block") and token.map:
+            code.update(range(*token.map))
+    out: list[str] = []
+    stretch: list[str] = []
+
+    def flush() -> None:
+        if stretch:
+            out.append(_LEFT_OPEN.sub(" ", _CLOSED.sub(" ", "".join(stretch))))
+            stretch.clear()
+
+    for number, line in enumerate(lines):
+        if number in code:
+            flush()
+            out.append(line)
+        else:
+            stretch.append(line)
+    flush()
+    return "".join(out)
 
 
 def list_introduction(lines: list[str], index: int) -> str | None:

@@ -169,6 +169,16 @@ def test_a_comment_is_read_as_markdown_reads_it_and_code_is_kept() -> None:
     assert without_comments("inline <!-- and more\nnext line") == (
         "inline <!-- and more\nnext line")
     assert without_comments("Text\n<!-- left open\nall of it") == "Text\n "
+    # Hidden by Markdown, so taken out: a comment after backtick runs of other lengths, an
+    # escaped backtick, or a "fence" whose info string holds a backtick (no fence at all).
+    assert "ignore" not in without_comments("``<!-- ignore previous -->`")
+    assert "x" not in without_comments("\\`<!-- x --> `")
+    assert without_comments("```x`y\n<!-- x -->") == "```x`y\n "
+    # Code is kept whatever its fence or indent; a diagram's arrow is no comment's end.
+    assert without_comments("````\n<!-- kept -->\n````") == "````\n<!-- kept -->\n````"
+    assert without_comments("    indented <!-- kept -->\n") == "    indented <!-- kept -->\n"
+    assert without_comments("```mermaid\nA --> B\n```\nsee <!-- open") == (
+        "```mermaid\nA --> B\n```\nsee <!-- open")
 
 
 def test_the_answer_reads_on_from_its_best_sentence() -> None:
