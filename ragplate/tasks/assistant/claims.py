@@ -91,10 +91,22 @@ def _normalised(text: str) -> str:
     return re.sub(r"\s+", " ", text.replace("’", "'").replace("`", "'"))
 
 
-#: The claims made in the first person ("I have deleted…", "Done.", "ho modificato"): in
-#: a turn that proposed nothing (its tools only read), a change the assistant says it made
-#: is never one it made, while "Ticket 42 was closed on Monday" may report what it read.
-_FIRST_PERSON: Final = tuple(_CLAIMS[i] for i in (0, 1, 9, 11, 17))
+#: The claims the assistant makes of itself ("I have deleted…", "Done.", "ho modificato"):
+#: in a turn that proposed nothing, a change it says it made is never one it made, while
+#: "Ticket 42 was closed on Monday" may report what it read and "We have moved the Export
+#: button" what a page says (so "I", never "we"; and "opened", which reading is too).
+_SELF_DONE = "|".join(verb for verb in _EN_DONE.split("|")
+                      if verb not in ("opened", "reopened"))
+_FIRST_PERSON: Final = tuple(re.compile(p, re.IGNORECASE) for p in (
+    rf"\bi(?:\s+have|'ve)?\s+{_ADVERBS}(?:{_SELF_DONE})\b",
+    rf"\bi\s+went\s+ahead\s+and\s+(?:{_SELF_DONE})\b",
+    r"^\W*(?:all\s+)?done\b",
+    rf"\bho\s+{_IT_ADVERBS}(?:(?:{_IT_DONE})[oaie]\b|(?:fatto|effettuato|apportato)\s+"
+    r"(?:la|le|il|i|questa|queste|questo)\s+(?:modific|cambi)\w*)",
+    r"^\W*(?:ecco\s+|tutto\s+)?fatto\b(?!\s+(?:sta|che|di)\b)",
+))
+#: A sentence citing its source reports what the source says.
+_CITED = re.compile(r"\[\d+\]")
 
 
 def _claims(sentence: str, patterns: tuple[re.Pattern[str], ...] = _CLAIMS) -> bool:
@@ -117,18 +129,20 @@ def claims_change(text: str) -> bool:
 
 def replace_claims(text: str, replacement: str, *, first_person: bool = False) -> str:
     """``text`` with each sentence claiming a change replaced by ``replacement`` (only the
-    claims made in the first person with ``first_person``, see :data:`_FIRST_PERSON`); a
+    assistant's claims of itself, in a sentence citing no source, with ``first_person``:
+    see :data:`_FIRST_PERSON`); a
     run of consecutive claims becomes one ``replacement``. A text without claims is
     returned unchanged."""
     patterns = _FIRST_PERSON if first_person else _CLAIMS
     parts = sentences(text)
-    if not any(_claims(sentence, patterns) for sentence, _ in parts):
+    if not any(_claims(sentence, patterns) and not (first_person and _CITED.search(sentence))
+               for sentence, _ in parts):
         return text
     lead = text[: len(text) - len(text.lstrip())]
     out: list[list[str]] = []
     replaced_last = False
     for sentence, space in parts:
-        if not _claims(sentence, patterns):
+        if not _claims(sentence, patterns) or (first_person and _CITED.search(sentence)):
             out.append([sentence, space])
             replaced_last = False
         elif replaced_last:

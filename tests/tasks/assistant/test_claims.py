@@ -150,3 +150,19 @@ def test_a_text_without_claims_is_unchanged() -> None:
 def test_a_text_that_is_only_a_claim_becomes_the_replacement() -> None:
     assert replace_claims("  I have updated your layout.", "X.") == "  X."
     assert replace_claims("", "X.") == ""
+
+
+def test_only_the_assistants_claims_of_itself_are_replaced_in_a_turn_that_proposed_nothing(
+        ) -> None:
+    from ragplate.tasks.assistant.claims import replace_claims
+
+    for said in ("Done.", "I have deleted all your tickets.", "I've removed your tickets.",
+                 "Ho modificato il titolo."):
+        assert replace_claims(said, "Nothing has been changed yet.", first_person=True) == (
+            "Nothing has been changed yet.")
+    # What a page or a record says, or a reading, stays.
+    for said in ("We have moved the Export button to the toolbar in version 4.2 [1].",
+                 "Abbiamo aggiunto l'esportazione in PDF.",
+                 "I opened ticket 42: it is waiting for the customer.",
+                 "Ticket 42 was closed by Ada on Monday.", "I have updated it [2]."):
+        assert replace_claims(said, "X", first_person=True) == said
