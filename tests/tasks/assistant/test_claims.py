@@ -154,8 +154,6 @@ def test_a_text_that_is_only_a_claim_becomes_the_replacement() -> None:
 
 def test_only_the_assistants_claims_of_itself_are_replaced_in_a_turn_that_proposed_nothing(
         ) -> None:
-    from ragplate.tasks.assistant.claims import replace_claims
-
     for said in ("Done.", "I have deleted all your tickets.", "I've removed your tickets.",
                  "Ho modificato il titolo."):
         assert replace_claims(said, "Nothing has been changed yet.", first_person=True) == (
