@@ -373,7 +373,8 @@ async function decide(card, decision) {
   drawProposal(card);
   // A proposal decided elsewhere (another tab) answers with that first decision.
   const rejected = card.write.status === "rejected";
-  if (DECIDED.has(card.write.status) && rejected !== (decision === "reject")) {
+  if (DECIDED.has(card.write.status) && card.write.status !== "expired"
+      && rejected !== (decision === "reject")) {
     card.error.textContent = t("proposal.already_decided");
   }
   announce(`${card.status.textContent}. ${card.outcome.textContent}`);
@@ -689,6 +690,8 @@ async function interrupted(shell, id, known, unsent = null) {
       // The server may be restarting: read again at the next attempt.
     }
   }
+  // The request failed before the server sent a byte (a slow answer still streams its
+  // phases, and a proxy's timeout is a status, not this): most likely never received.
   if (!unsent || state.currentId !== id) return;
   fail(shell, t("error.undelivered"));
   if (!$("composer-text").value) $("composer-text").value = unsent.text;
