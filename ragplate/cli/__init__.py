@@ -160,14 +160,21 @@ def _unreachable_service(exc: BaseException) -> str | None:
     unwrapped is Prefect's."""
     import httpx
 
+    # A service that is gone: refused, or cut off. Not a timeout (a slow service) nor a
+    # protocol error of the request itself (a misconfigured address).
+    gone = (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, httpx.TransportError):
-            return (f"a service this command used went away ({type(current).__name__}: "
-                    f"{current}); `ragplate status` shows the services, `ragplate up` "
-                    "starts them, then run the command again")
+        if isinstance(current, gone):
+            try:
+                where = f" at {current.request.url.copy_with(query=None)}"
+            except RuntimeError:  # an error raised without its request
+                where = ""
+            return (f"a service this command used went away{where} "
+                    f"({type(current).__name__}: {current}); `ragplate status` shows the "
+                    "services, `ragplate up` starts them, then run the command again")
         current = current.__cause__ or current.__context__
     return None
 

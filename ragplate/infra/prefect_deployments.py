@@ -383,7 +383,9 @@ def run_worker(command: list[str], env: dict[str, str], root: Path, *,
                         and time.monotonic() - checked >= follow_seconds):
                     checked = time.monotonic()
                     now = follow()
-                    if now and now != env.get("PREFECT_API_URL") and not running_flow_runs():
+                    # A stop asked for while it looked (a second or two) is a stop.
+                    if (now and now != env.get("PREFECT_API_URL") and not stopping
+                            and not running_flow_runs()):
                         kill_group()
                         process.wait()
                         raise ServerMoved(now) from None

@@ -451,7 +451,8 @@ def test_a_service_going_away_under_a_command_is_one_line_and_exit_3(
         # As Prefect's client ends a flow run whose server was stopped: a connection error
         # raised while another was being handled.
         try:
-            raise httpx.ConnectError("[Errno 111] Connection refused")
+            raise httpx.ConnectError("[Errno 111] Connection refused", request=httpx.Request(
+                "POST", "http://127.0.0.1:4200/api/flow_runs/filter?x=1"))
         except httpx.ConnectError as refused:
             raise RuntimeError("the flow run's state could not be set") from refused
 
@@ -468,6 +469,7 @@ def test_a_service_going_away_under_a_command_is_one_line_and_exit_3(
 
     assert exited.value.code == 3
     err = capsys.readouterr().err
-    assert err.startswith("Error: a service this command used went away (ConnectError: "
+    assert err.startswith("Error: a service this command used went away at "
+                          "http://127.0.0.1:4200/api/flow_runs/filter (ConnectError: "
                           "[Errno 111] Connection refused)")
     assert "Traceback" not in err
