@@ -4,7 +4,6 @@ is stored as U+FFFD rather than failing the turn (and losing the person's questi
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -12,17 +11,6 @@ import sqlalchemy as sa
 from ragplate.infra import conversations, people
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def conn(engine: sa.Engine) -> Iterator[sa.Connection]:
-    """A connection whose transaction is rolled back at the end: nothing is left behind."""
-    with engine.connect() as connection:
-        transaction = connection.begin()
-        try:
-            yield connection
-        finally:
-            transaction.rollback()
 
 
 def test_storable_replaces_what_postgresql_cannot_hold_in_keys_and_values() -> None:

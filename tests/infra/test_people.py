@@ -6,7 +6,6 @@ its expiry instant, or one microsecond before it, and checked there."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, timedelta
 
 import pytest
@@ -18,17 +17,6 @@ from ragplate.catalog.schema import api_tokens
 from ragplate.infra import people
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def conn(engine: sa.Engine) -> Iterator[sa.Connection]:
-    """A connection whose transaction is rolled back at the end: nothing is left behind."""
-    with engine.connect() as connection:
-        transaction = connection.begin()
-        try:
-            yield connection
-        finally:
-            transaction.rollback()
 
 
 def person_with_token(conn: sa.Connection, lifetime: timedelta = timedelta(days=1)
