@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -212,6 +212,25 @@ def read_modification(conn: Connection, modification_id: uuid.UUID, *, lock: boo
     sql = "SELECT * FROM pending_modifications WHERE id = :id" + (" FOR UPDATE" if lock else "")
     row = conn.execute(sa.text(sql), {"id": modification_id}).one_or_none()
     return None if row is None else _modification(row)
+
+
+def modification_states(conn: Connection, modification_ids: Sequence[str]
+                        ) -> dict[str, dict[str, Any]]:
+    """``{id: {"status", "decided_at"}}`` of the modifications ``modification_ids`` that
+    exist (ids that are not UUIDs are left out)."""
+    wanted = []
+    for value in modification_ids:
+        try:
+            wanted.append(str(uuid.UUID(str(value))))
+        except ValueError:
+            continue
+    if not wanted:
+        return {}
+    sql = ("SELECT id, status, decided_at FROM pending_modifications "
+           "WHERE id = ANY(CAST(:ids AS uuid[]))")
+    return {str(r.id): {"status": r.status,
+                        "decided_at": None if r.decided_at is None else r.decided_at.isoformat()}
+            for r in conn.execute(sa.text(sql), {"ids": wanted})}
 
 
 def list_modifications(conn: Connection, *, entities: list[str], tenant: str,

@@ -166,3 +166,36 @@ def test_a_members_confirmed_write_waits_for_approval(
     assert approved.status_code == 200, approved.text
     assert client.get(f"/app/crud/sao/tickets/{key}",
                       headers=approver).json()["status"] == "closed"
+    # The proposal keeps its status; what the approver decided is read with it.
+    after = client.get(f"{BASE}/{write['id']}", headers=member).json()
+    assert after["status"] == "pending_approval"
+    [approval] = after["approvals"]
+    assert approval["modification_id"] == modification
+    assert approval["status"] == "approved" and approval["decided_at"]
+    replayed = client.post(f"{BASE}/{write['id']}/confirm", headers=member)
+    assert replayed.headers["Idempotent-Replayed"] == "true"
+    assert replayed.json()["approvals"] == after["approvals"]
+
+
+def test_a_disapproved_write_reads_disapproved_and_other_statuses_have_no_approvals(
+        client: TestClient, double: ChatDouble, engine: sa.Engine) -> None:
+    tenant = f"m-{uuid.uuid4().hex[:6]}"
+    member, approver = person(engine, TICKET_MEMBER, tenant), person(engine, TICKET_APPROVER,
+                                                                     tenant)
+    key = new_ticket(client, approver)
+    write = propose(client, double, member, {"id": key, "fields": {"status": "closed"}})
+    assert client.get(f"{BASE}/{write['id']}", headers=member).json()["approvals"] is None
+    decided = client.post(f"{BASE}/{write['id']}/confirm", headers=member).json()
+    [modification] = decided["outcome"]["modification_ids"]
+    assert decided["approvals"] == [{"modification_id": modification, "status": "pending",
+                                     "decided_at": None}]
+    refused = client.post(f"/app/crud/approvals/{modification}/disapprove", headers=approver)
+    assert refused.status_code == 200, refused.text
+    [approval] = client.get(f"{BASE}/{write['id']}", headers=member).json()["approvals"]
+    assert approval["status"] == "disapproved" and approval["decided_at"]
+    assert client.get(f"/app/crud/sao/tickets/{key}",
+                      headers=approver).json()["status"] == "open"
+    # Applied at once (an approver's own write): nothing to wait on.
+    own = propose(client, double, approver, {"id": key, "fields": {"status": "closed"}})
+    applied = client.post(f"{BASE}/{own['id']}/confirm", headers=approver).json()
+    assert applied["status"] == "applied" and applied["approvals"] is None

@@ -30,6 +30,15 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+class ApprovalOut(BaseModel):
+    """What an approver decided of one modification a confirmed write waits on."""
+
+    modification_id: str
+    status: Literal["pending", "approved", "disapproved"] = Field(
+        description="approved: the change is applied; disapproved: nothing was written.")
+    decided_at: str | None
+
+
 class ProposalOut(BaseModel):
     """A write the assistant proposed, and the person's decision on it."""
 
@@ -55,6 +64,10 @@ class ProposalOut(BaseModel):
     resolved_at: str | None
     conversation_id: str
     message_id: str
+    approvals: list[ApprovalOut] | None = Field(
+        default=None, description="For a pending_approval proposal, each modification it "
+        "waits on and what an approver decided (the proposal's status stays "
+        "pending_approval); null otherwise.")
 
 
 def idempotency_key(request: Request, key: Annotated[str | None, Header(

@@ -25,6 +25,7 @@ from ragplate.catalog.errors import InvalidInputError, NotFoundError, RagplateEr
 from ragplate.catalog.people import Person
 from ragplate.catalog.settings import Settings
 from ragplate.catalog.writes import DECIDED, MAX_IDEMPOTENCY_KEY_CHARS, base_operation
+from ragplate.infra import crud as crud_sql
 from ragplate.infra import writes as writes_sql
 from ragplate.tasks.crud.service import CrudService
 from ragplate.tasks.writes import audit
@@ -45,10 +46,12 @@ def check_idempotency_key(key: str | None) -> str | None:
     return key
 
 
-def view(proposal: dict[str, Any], *, now: datetime | None = None) -> dict[str, Any]:
+def view(proposal: dict[str, Any], *, now: datetime | None = None,
+         approvals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The public shape of a stored proposal (the ``metadata.writes`` entry, and where it
     lives); one still ``proposed`` past its expiry at ``now`` reads ``expired`` (it is
-    stored so when a decision arrives)."""
+    stored so when a decision arrives). ``approvals``: what approvers decided of a
+    ``pending_approval`` proposal's modifications (:func:`approvals_of`)."""
     module, _, entity = proposal["entity"].partition(".")
     stamp = proposal["resolved_at"]
     status = proposal["status"]
@@ -66,16 +69,29 @@ def view(proposal: dict[str, Any], *, now: datetime | None = None) -> dict[str, 
             "expires_at": proposal["expires_at"].isoformat(),
             "resolved_at": stamp.isoformat() if stamp is not None else None,
             "conversation_id": str(proposal["conversation_id"]),
-            "message_id": str(proposal["message_id"])}
+            "message_id": str(proposal["message_id"]),
+            "approvals": approvals}
+
+
+def approvals_of(conn: Connection, proposal: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Per modification a ``pending_approval`` proposal made, in its order: its id, and
+    ``pending``, ``approved`` or ``disapproved`` with when; ``None`` for any other status.
+    The proposal keeps its status when an approver decides (the decision is the
+    modification's, read here), so a client sees an approved change as applied."""
+    if proposal["status"] != "pending_approval":
+        return None
+    ids = [str(i) for i in (proposal["outcome"] or {}).get("modification_ids", [])]
+    states = crud_sql.modification_states(conn, ids)
+    return [{"modification_id": i, **states[i]} for i in ids if i in states]
 
 
 def read(service: CrudService, person: Person, proposal_id: uuid.UUID) -> dict[str, Any]:
     """The proposal ``proposal_id`` of ``person``."""
     with service.engine.connect() as conn:
         found = writes_sql.read_proposal(conn, proposal_id, user_id=person.id)
-    if found is None:
-        raise NotFoundError(f"no proposal {proposal_id}")
-    return view(found, now=datetime.now(UTC))
+        if found is None:
+            raise NotFoundError(f"no proposal {proposal_id}")
+        return view(found, now=datetime.now(UTC), approvals=approvals_of(conn, found))
 
 
 def decide(service: CrudService, settings: Settings, person: Person,
@@ -98,7 +114,7 @@ def decide(service: CrudService, settings: Settings, person: Person,
         if proposal is None:
             raise NotFoundError(f"no proposal {proposal_id}")
         if proposal["status"] in DECIDED:
-            return view(proposal), False
+            return view(proposal, approvals=approvals_of(conn, proposal)), False
         at = now()
         outcome: dict[str, Any]
         if decision == "reject":
@@ -115,8 +131,8 @@ def decide(service: CrudService, settings: Settings, person: Person,
             proposal, event="rejected" if decision == "reject" else "confirmed",
             outcome=status), conversation_id=proposal["conversation_id"])
         decided = writes_sql.read_proposal(conn, proposal_id, user_id=person.id)
-    assert decided is not None
-    return view(decided), True
+        assert decided is not None
+        return view(decided, approvals=approvals_of(conn, decided)), True
 
 
 def _apply(conn: Connection, service: CrudService, settings: Settings, person: Person,
