@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from playwright.sync_api import (
     Browser,
     ConsoleMessage,
+    Dialog,
     Locator,
     Page,
     ViewportSize,
@@ -136,11 +137,12 @@ def page(browser: Browser) -> Iterator[Page]:
 
     def console(message: ConsoleMessage) -> None:
         # Chromium logs every 4xx fetch; a wrong token's 401, a guest's 403, a conversation
-        # deleted elsewhere's 404, a refused 422, a busy person's 429, a proxy's 502, a full
-        # stream pool's 503 and a request the network dropped are the page working.
+        # deleted elsewhere's 404, one still answering's 409, a refused 422, a busy person's
+        # 429, a proxy's 502, a full stream pool's 503 and a request the network dropped are
+        # the page working.
         if (message.type == "error"
                 and not any(f"status of {status}" in message.text
-                            for status in (401, 403, 404, 422, 429, 502, 503))
+                            for status in (401, 403, 404, 409, 422, 429, 502, 503))
                 and "net::ERR_FAILED" not in message.text):
             problems.append(f"console: {message.text}")
 
@@ -559,6 +561,59 @@ def test_a_conversation_deleted_elsewhere_takes_its_messages_off_the_page(
     expect(page.locator("#messages .message")).to_have_count(0)
     expect(page.locator("#conversation-title")).to_have_text("New conversation")
     expect(page.locator("#composer-text")).to_have_value("And how do I ask it in Italian?")
+
+
+def test_a_person_deletes_a_conversation_after_saying_so(
+    server: AppServer, engine: sa.Engine, page: Page
+) -> None:
+    ada = token(engine)
+    sign_in(page, server, ada)
+    expect(page.locator("#delete-conversation")).to_be_hidden()  # nothing open yet
+    ask(page, QUESTION)
+    expect(page.locator("#conversation-list button")).to_have_count(1)
+    delete = page.get_by_role("button", name="Delete conversation")
+    expect(delete).to_be_visible()
+    [listed] = stored_conversations(server, ada)
+
+    # Dismissed: nothing happens.
+    asked: list[str] = []
+
+    def dismiss(dialog: Dialog) -> None:
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.once("dialog", dismiss)
+    delete.click()
+    expect(page.locator("#conversation-list button")).to_have_count(1)
+    assert asked and QUESTION in asked[0]
+    expect(page.locator("#messages .message")).to_have_count(2)
+
+    # While an answer in it is prepared (another tab asked) the server refuses: it stays.
+    busy = {"error": "BusyError", "detail": "an answer in this conversation is still being "
+            "prepared; delete the conversation once it has arrived"}
+    page.route(f"**/app/ai/conversations/{listed['id']}", lambda route: route.fulfill(
+        status=409, content_type="application/json", body=json.dumps(busy))
+        if route.request.method == "DELETE" else route.continue_())
+    page.once("dialog", lambda dialog: dialog.accept())
+    delete.click()
+    expect(page.locator("#chat-error")).to_have_text(
+        "An answer in this conversation is still being prepared: delete it once the answer "
+        "has arrived.")
+    expect(page.locator("#conversation-list button")).to_have_count(1)
+    expect(delete).to_be_enabled()
+    page.unroute(f"**/app/ai/conversations/{listed['id']}")
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    delete.click()
+    expect(page.locator("#chat-error")).to_be_empty()
+    expect(page.locator("#conversation-list button")).to_have_count(0)
+    expect(page.locator("#messages .message")).to_have_count(0)
+    expect(page.locator("#conversation-title")).to_have_text("New conversation")
+    expect(delete).to_be_hidden()
+    expect(page.locator("#announcer")).to_have_text("Conversation deleted.")
+    gone = httpx.get(f"{server.url}/app/ai/conversations/{listed['id']}",
+                     headers={"Authorization": f"Bearer {ada}"})
+    assert gone.status_code == 404
 
 
 def test_a_proxys_error_keeps_the_conversation_the_answer_may_already_be_stored_in(

@@ -331,6 +331,24 @@ def test_an_italian_person_reads_the_card_in_italian_on_a_narrow_window(
     expect(card.get_by_role("button")).to_have_count(0)
     assert ticket(server, carla, key)["status"] == "open"  # until an approver says so
 
+    # An approver accepts it: read again, the card says the change was made.
+    held = httpx.get(f"{server.url}{WRITES}/{write['id']}", headers=carla).json()
+    [modification] = held["outcome"]["modification_ids"]
+    approver = person(engine, tenant=tenant)
+    approved = httpx.post(f"{server.url}/app/crud/approvals/{modification}/approve",
+                          headers=approver)
+    assert approved.status_code == 200, approved.text
+    page.reload()
+    page.locator("#conversation-list button").first.click()
+    card = card_of(page, write)
+    expect(card).to_have_attribute("data-approval", "approved")
+    expect(card).to_have_attribute("data-status", "pending_approval")
+    expect(card.locator(".proposal-status")).to_have_text("Approvata")
+    expect(card.locator(".proposal-outcome")).to_have_text(
+        "Un approvatore l'ha accettata: la modifica è stata fatta.")
+    expect(card).to_contain_text("Decisa il ")
+    assert ticket(server, carla, key)["status"] == "closed"
+
 
 def test_a_request_that_fails_is_told_on_the_card_and_the_buttons_come_back(
     server: AppServer, double: ChatDouble, engine: sa.Engine, page: Page, shots: Shots,

@@ -194,7 +194,9 @@ function userMessage(text) {
     el("p", { className: "role" }, t("role.user")), el("div", { className: "text" }, text));
 }
 
-function assistantMessage(message) {
+/** An assistant message; ``stored``: read back from the conversation, so its proposals'
+ * states are those of when it was answered and are read again. */
+function assistantMessage(message, { stored = false } = {}) {
   const shell = assistantShell(message.status || "answered");
   if (message.id) shell.item.dataset.messageId = message.id;
   if (message.refusal_category) shell.item.dataset.refusalCategory = message.refusal_category;
@@ -204,7 +206,7 @@ function assistantMessage(message) {
   if (citations.length) shell.sources.replaceChildren(sourcesList(citations));
   const writes = (message.metadata && message.metadata.writes) || [];
   if (Array.isArray(writes) && writes.length) {
-    shell.writes.replaceChildren(proposalList(writes.filter((w) => w && w.id)));
+    shell.writes.replaceChildren(proposalList(writes.filter((w) => w && w.id), { stored }));
   }
   return shell.item;
 }
@@ -226,14 +228,49 @@ function idempotencyKey() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function proposalList(writes) {
+// Statuses that may have moved on since a message was stored: a proposal confirmed in
+// another tab, expired, or approved (or not) by an approver.
+const OPEN_STATUSES = new Set(["proposed", "pending_approval"]);
+
+function proposalList(writes, { stored = false } = {}) {
   return el("section", { className: "proposals", "aria-label": t("proposal.list") },
-    ...writes.map(proposalCard));
+    ...writes.map((write) => proposalCard(write, { stored })));
+}
+
+/** Read ``card``'s proposal again and redraw it; left as it is when that fails (the card
+ * then says what the message stored, and a decision still gets the server's answer). */
+async function refreshProposal(card) {
+  const token = state.token;
+  if (!token) return;
+  try {
+    const now = await getWrite(token, card.write.id);
+    if (card.busy || state.token !== token) return;
+    card.write = { ...card.write, ...now };
+    drawProposal(card);
+  } catch (error) {
+    // Deleted, or the server away: what the message stored stays shown.
+  }
+}
+
+/** Where a ``pending_approval`` proposal stands with its approvers: ``null`` while any
+ * modification waits (or none is known), else ``{state, approved, count, decidedAt}``. */
+function approvalOf(write) {
+  const approvals = Array.isArray(write.approvals) ? write.approvals : [];
+  if (write.status !== "pending_approval" || !approvals.length) return null;
+  if (approvals.some((a) => !a || a.status !== "approved" && a.status !== "disapproved")) {
+    return null;
+  }
+  const approved = approvals.filter((a) => a.status === "approved").length;
+  const count = approvals.length;
+  const state = approved === count ? "approved" : approved === 0 ? "disapproved"
+    : "partly_approved";
+  const decidedAt = approvals.map((a) => a.decided_at).filter(Boolean).sort().pop() || null;
+  return { state, approved, count, decidedAt };
 }
 
 /** The card of one proposed write; its state is redrawn from the proposal each time the
  * server answers with it. */
-function proposalCard(write) {
+function proposalCard(write, { stored = false } = {}) {
   const number = ++proposalNumber;
   const summaryId = `proposal-${number}-summary`;
   const card = {
@@ -260,6 +297,7 @@ function proposalCard(write) {
     el("div", { className: "proposal-head" }, card.title, card.status),
     card.summary, card.details, card.outcome, card.error, card.actions);
   drawProposal(card);
+  if (stored && OPEN_STATUSES.has(write.status)) refreshProposal(card);
   return card.node;
 }
 
@@ -270,6 +308,11 @@ function operationLabel(write) {
 
 function outcomeText(write) {
   const outcome = write.outcome || {};
+  const approval = approvalOf(write);
+  if (approval) {
+    return t(`proposal.outcome.${approval.state}`,
+             { approved: approval.approved, count: approval.count });
+  }
   switch (write.status) {
     case "applied": return t("proposal.outcome.applied");
     case "pending_approval": return t("proposal.outcome.pending_approval");
@@ -291,11 +334,15 @@ function drawProposal(card) {
   const status = DECIDED.has(write.status) || write.status === "proposed"
     ? write.status : "unknown";
   card.node.dataset.status = status;
+  const approval = approvalOf(write);
+  if (approval) card.node.dataset.approval = approval.state;
+  else delete card.node.dataset.approval;
   card.title.textContent = t("proposal.title", {
     operation: operationLabel(write),
     entity: [write.module, write.entity].filter(Boolean).join("."),
   });
-  card.status.textContent = t(`proposal.status.${status}`, { status: String(write.status) });
+  card.status.textContent = approval ? t(`proposal.status.${approval.state}`)
+    : t(`proposal.status.${status}`, { status: String(write.status) });
   card.summary.textContent = String(write.summary ?? "");
 
   const details = [];
@@ -317,7 +364,7 @@ function drawProposal(card) {
     const expired = formatTime(write.expires_at);
     if (expired) details.push(t("proposal.expired_at", { time: expired }));
   } else {
-    const decided = formatTime(write.resolved_at);
+    const decided = formatTime(approval ? approval.decidedAt : write.resolved_at);
     if (decided) details.push(t("proposal.decided", { time: decided }));
   }
   card.details.replaceChildren(...details.map((detail) => el("li", {}, detail)));
@@ -385,7 +432,8 @@ async function decide(card, decision) {
 function renderMessages(messages) {
   const list = $("messages");
   list.replaceChildren(...messages.map((message) =>
-    message.role === "user" ? userMessage(message.text) : assistantMessage(message)));
+    message.role === "user" ? userMessage(message.text)
+      : assistantMessage(message, { stored: true })));
   $("conversation-intro").hidden = messages.length > 0;
   scrollToEnd();
 }
@@ -415,6 +463,35 @@ function setTitle(conversation) {
   $("conversation-title").textContent = conversation
     ? conversation.title || t("conversations.untitled")
     : t("conversation.new");
+  $("delete-conversation").hidden = !conversation;
+}
+
+/** Delete the open conversation, once the person has said so. */
+async function deleteCurrent() {
+  const id = state.currentId;
+  const token = state.token;
+  if (!id || !token) return;
+  const title = $("conversation-title").textContent;
+  if (!window.confirm(t("conversation.delete_confirm", { title }))) return;
+  showError("");
+  const button = $("delete-conversation");
+  button.disabled = true;
+  try {
+    await deleteConversation(token, id);
+  } catch (error) {
+    // Gone already (deleted in another tab): what the person asked for is so.
+    if (!(error instanceof ApiError && error.status === 404)) {
+      if (error instanceof ApiError && error.status === 409) showError(t("conversation.delete_busy"));
+      else handleError(error);
+      return;
+    }
+  } finally {
+    button.disabled = false;
+  }
+  state.conversations = state.conversations.filter((c) => c.id !== id);
+  if (state.currentId === id) startNewConversation();
+  else renderConversationList();
+  announce(t("conversation.deleted"));
 }
 
 async function loadConversations() {
@@ -793,6 +870,7 @@ function wire() {
 
   $("signout").addEventListener("click", () => signOut());
   $("new-conversation").addEventListener("click", () => startNewConversation());
+  $("delete-conversation").addEventListener("click", () => deleteCurrent());
 
   $("composer").addEventListener("submit", (event) => {
     event.preventDefault();
