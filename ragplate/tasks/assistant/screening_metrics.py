@@ -55,3 +55,21 @@ def latency(values_ms: Sequence[float]) -> dict[str, float]:
     return {"p50_ms": round(percentile(values_ms, 0.5), 3),
             "p95_ms": round(percentile(values_ms, 0.95), 3),
             "max_ms": round(max(values_ms), 3), "runs": len(values_ms)}
+
+
+def screening_summary(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Counts of a batch of screened messages (each ``{"allowed", "category",
+    "expect_refusal"}``; ``expect_refusal`` ``None`` when none is expected): refused and
+    allowed, messages per verdict (``allowed`` or the refusal's category, most first), and
+    of those with an expectation how many got it (``met``) and how many did not
+    (``missed``)."""
+    categories: dict[str, int] = defaultdict(int)
+    for r in results:
+        categories["allowed" if r["allowed"] else str(r["category"])] += 1
+    judged = [r for r in results if r["expect_refusal"] is not None]
+    met = sum(r["expect_refusal"] != r["allowed"] for r in judged)
+    return {"messages": len(results),
+            "refused": sum(not r["allowed"] for r in results),
+            "allowed": sum(bool(r["allowed"]) for r in results),
+            "categories": dict(sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "expected": len(judged), "met": met, "missed": len(judged) - met}

@@ -9,6 +9,7 @@ from ragplate.tasks.assistant.screening_metrics import (
     latency,
     percentile,
     screening_figures,
+    screening_summary,
 )
 
 
@@ -40,3 +41,24 @@ def test_percentiles_are_nearest_rank() -> None:
                                                "runs": 4}
     with pytest.raises(ValueError):
         percentile([], 0.5)
+
+
+def test_a_batch_summary_counts_verdicts_and_expectations() -> None:
+    results = [
+        {"allowed": False, "category": "instruction_override", "expect_refusal": True},
+        {"allowed": False, "category": "exfiltration", "expect_refusal": True},
+        {"allowed": False, "category": "exfiltration", "expect_refusal": False},
+        {"allowed": True, "category": None, "expect_refusal": True},
+        {"allowed": True, "category": None, "expect_refusal": None},
+    ]
+
+    assert screening_summary(results) == {
+        "messages": 5, "refused": 3, "allowed": 2,
+        "categories": {"allowed": 2, "exfiltration": 2, "instruction_override": 1},
+        "expected": 4, "met": 2, "missed": 2}
+
+
+def test_a_batch_without_expectations_misses_nothing() -> None:
+    summary = screening_summary([{"allowed": True, "category": None, "expect_refusal": None}])
+
+    assert summary["expected"] == 0 and summary["missed"] == 0 and summary["met"] == 0
