@@ -214,10 +214,10 @@ def read_modification(conn: Connection, modification_id: uuid.UUID, *, lock: boo
     return None if row is None else _modification(row)
 
 
-def modification_states(conn: Connection, modification_ids: Sequence[str]
-                        ) -> dict[str, dict[str, Any]]:
+def modification_states(conn: Connection, modification_ids: Sequence[str], *,
+                        requested_by: int) -> dict[str, dict[str, Any]]:
     """``{id: {"status", "decided_at"}}`` of the modifications ``modification_ids`` that
-    exist (ids that are not UUIDs are left out)."""
+    exist and that ``requested_by`` requested (ids that are not UUIDs are left out)."""
     wanted = []
     for value in modification_ids:
         try:
@@ -227,10 +227,10 @@ def modification_states(conn: Connection, modification_ids: Sequence[str]
     if not wanted:
         return {}
     sql = ("SELECT id, status, decided_at FROM pending_modifications "
-           "WHERE id = ANY(CAST(:ids AS uuid[]))")
+           "WHERE id = ANY(CAST(:ids AS uuid[])) AND requested_by = :user")
     return {str(r.id): {"status": r.status,
                         "decided_at": None if r.decided_at is None else r.decided_at.isoformat()}
-            for r in conn.execute(sa.text(sql), {"ids": wanted})}
+            for r in conn.execute(sa.text(sql), {"ids": wanted, "user": requested_by})}
 
 
 def list_modifications(conn: Connection, *, entities: list[str], tenant: str,

@@ -616,6 +616,46 @@ def test_a_person_deletes_a_conversation_after_saying_so(
     assert gone.status_code == 404
 
 
+def test_delete_waits_until_the_conversation_picked_is_shown(
+    server: AppServer, engine: sa.Engine, page: Page
+) -> None:
+    person = token(engine)
+    sign_in(page, server, person)
+    ask(page, QUESTION)
+    page.locator("#new-conversation").click()
+    ask(page, "How do I ask it in Italian?")
+    first = next(c for c in stored_conversations(server, person) if c["title"] == QUESTION)
+    delete = page.get_by_role("button", name="Delete conversation")
+    expect(delete).to_be_visible()
+
+    # Reading the first one back is held: the page still shows the second meanwhile.
+    held: list[Any] = []
+    page.route(f"**/app/ai/conversations/{first['id']}",
+               lambda route: held.append(route) if route.request.method == "GET"
+               else route.continue_())
+    page.locator(f"#conversation-list button[data-id='{first['id']}']").click()
+    while not held:
+        page.wait_for_timeout(50)
+    expect(page.locator("#conversation-title")).to_have_text("How do I ask it in Italian?")
+    expect(delete).to_be_hidden()  # it would name one conversation and delete the other
+    held[0].continue_()
+    expect(page.locator("#conversation-title")).to_have_text(QUESTION)
+    expect(delete).to_be_visible()
+    page.unroute(f"**/app/ai/conversations/{first['id']}")
+    asked: list[str] = []
+
+    def accept(dialog: Dialog) -> None:
+        asked.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", accept)
+    delete.click()
+    expect(page.locator("#conversation-list button")).to_have_count(1)
+    assert QUESTION in asked[0]
+    assert [c["title"] for c in stored_conversations(server, person)] == [
+        "How do I ask it in Italian?"]
+
+
 def test_a_proxys_error_keeps_the_conversation_the_answer_may_already_be_stored_in(
     server: AppServer, engine: sa.Engine, page: Page
 ) -> None:

@@ -345,7 +345,8 @@ def test_an_italian_person_reads_the_card_in_italian_on_a_narrow_window(
     expect(card).to_have_attribute("data-status", "pending_approval")
     expect(card.locator(".proposal-status")).to_have_text("Approvata")
     expect(card.locator(".proposal-outcome")).to_have_text(
-        "Un approvatore l'ha accettata: la modifica è stata fatta.")
+        "Approvata: la modifica è stata fatta.")
+    expect(card).not_to_contain_text("Richiede approvazione")  # decided: no longer a hint
     expect(card).to_contain_text("Decisa il ")
     assert ticket(server, carla, key)["status"] == "closed"
 
@@ -435,3 +436,81 @@ def test_a_confirmed_write_whose_record_is_gone_fails_and_a_late_one_expires(
     expect(late_card).to_contain_text("Expired on ")
     assert ticket(server, eve, late)["status"] == "open"
     shots(page, "chat-page-proposal-failed")
+
+
+def test_a_bulk_change_shows_its_approvers_decisions_as_they_come(
+    server: AppServer, double: ChatDouble, engine: sa.Engine, page: Page
+) -> None:
+    tenant = f"w-{uuid.uuid4().hex[:8]}"
+    member = person(engine, TICKET_MEMBER, tenant=tenant)
+    approver = person(engine, tenant=tenant)
+    keys = [new_ticket(server, approver, f"Bulk {n}") for n in range(3)]
+    sign_in(page, server, token_of(member))
+    double.add(calls(("crud_bulk_update_sao_tickets", {"ids": keys,
+                                                       "fields": {"status": "closed"}})),
+               answer(ANSWERED))
+    streamed = ask(page, "Please close those three tickets.")
+    [write] = streamed[-1]["response"]["message"]["metadata"]["writes"]
+    card = card_of(page, write)
+    card.get_by_role("button", name="Confirm").click()
+    expect(card).to_have_attribute("data-status", "pending_approval")
+    held = httpx.get(f"{server.url}{WRITES}/{write['id']}", headers=member).json()
+    first, *others = held["outcome"]["modification_ids"]
+    assert len(others) == 2
+
+    def decide(modification: str, decision: str) -> None:
+        done = httpx.post(f"{server.url}/app/crud/approvals/{modification}/{decision}",
+                          headers=approver)
+        assert done.status_code == 200, done.text
+
+    def read_again() -> Locator:
+        page.reload()
+        page.locator("#conversation-list button").first.click()
+        return card_of(page, write)
+
+    decide(first, "approve")
+    card = read_again()
+    expect(card).to_have_attribute("data-approval", "approving")
+    expect(card.locator(".proposal-status")).to_have_text("Waiting for approval")
+    expect(card.locator(".proposal-outcome")).to_have_text(
+        "Changes decided so far: 1 of 3 (approved: 1); the others wait for an approver.")
+
+    for modification in others:
+        decide(modification, "disapprove")
+    card = read_again()
+    expect(card).to_have_attribute("data-approval", "partly_approved")
+    expect(card.locator(".proposal-status")).to_have_text("Partly approved")
+    expect(card.locator(".proposal-outcome")).to_have_text(
+        "Changes approved: 1 of 3; only those were made.")
+    assert [ticket(server, approver, key)["status"] for key in keys] == [
+        "closed", "open", "open"]
+
+
+def test_a_card_read_again_does_not_undo_a_decision_made_meanwhile(
+    server: AppServer, double: ChatDouble, engine: sa.Engine, page: Page
+) -> None:
+    fay = person(engine)
+    key = new_ticket(server, fay)
+    sign_in(page, server, token_of(fay))
+    write = propose(page, double, key, f"Please close ticket {key}.")
+
+    # Read back, the card is read again; that read is held until the person has confirmed,
+    # then answers what it would have found before.
+    held: list[Any] = []
+    page.route(f"**{WRITES}/{write['id']}",
+               lambda route: held.append(route) if route.request.method == "GET"
+               else route.continue_())
+    page.reload()
+    page.locator("#conversation-list button").first.click()
+    card = card_of(page, write)
+    while not held:
+        page.wait_for_timeout(50)
+    card.get_by_role("button", name="Confirm").click()
+    expect(card).to_have_attribute("data-status", "applied")
+    held[0].fulfill(status=200, content_type="application/json",
+                    body=json.dumps({**write, "approvals": None}))
+    page.wait_for_timeout(300)
+    expect(card).to_have_attribute("data-status", "applied")
+    expect(card.locator(".proposal-outcome")).to_have_text("Done: the change was made.")
+    expect(card.locator(".proposal-outcome")).to_be_focused()
+    assert ticket(server, fay, key)["status"] == "closed"

@@ -81,7 +81,8 @@ def approvals_of(conn: Connection, proposal: dict[str, Any]) -> list[dict[str, A
     if proposal["status"] != "pending_approval":
         return None
     ids = [str(i) for i in (proposal["outcome"] or {}).get("modification_ids", [])]
-    states = crud_sql.modification_states(conn, ids)
+    # Only the person's own: the ids are the server's, and the read says so too.
+    states = crud_sql.modification_states(conn, ids, requested_by=proposal["user_id"])
     return [{"modification_id": i, **states[i]} for i in ids if i in states]
 
 

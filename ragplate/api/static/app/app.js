@@ -242,9 +242,12 @@ function proposalList(writes, { stored = false } = {}) {
 async function refreshProposal(card) {
   const token = state.token;
   if (!token) return;
+  const version = card.version;
   try {
     const now = await getWrite(token, card.write.id);
-    if (card.busy || state.token !== token) return;
+    // A decision made meanwhile is newer than what this read found.
+    if (card.busy || card.version !== version || state.token !== token) return;
+    if (now.status === "proposed" && card.write.status !== "proposed") return;
     card.write = { ...card.write, ...now };
     drawProposal(card);
   } catch (error) {
@@ -252,20 +255,22 @@ async function refreshProposal(card) {
   }
 }
 
-/** Where a ``pending_approval`` proposal stands with its approvers: ``null`` while any
- * modification waits (or none is known), else ``{state, approved, count, decidedAt}``. */
+/** Where a ``pending_approval`` proposal stands with its approvers: ``null`` while none
+ * of its modifications is decided (or none is known), else ``{state, approved, decided,
+ * count, decidedAt}``; ``state`` is ``approving`` while some still wait. */
 function approvalOf(write) {
-  const approvals = Array.isArray(write.approvals) ? write.approvals : [];
+  const approvals = Array.isArray(write.approvals) ? write.approvals.filter(Boolean) : [];
   if (write.status !== "pending_approval" || !approvals.length) return null;
-  if (approvals.some((a) => !a || a.status !== "approved" && a.status !== "disapproved")) {
-    return null;
-  }
+  const isDecided = (a) => a.status === "approved" || a.status === "disapproved";
+  const decided = approvals.filter(isDecided).length;
+  if (decided === 0) return null;
   const approved = approvals.filter((a) => a.status === "approved").length;
   const count = approvals.length;
-  const state = approved === count ? "approved" : approved === 0 ? "disapproved"
-    : "partly_approved";
-  const decidedAt = approvals.map((a) => a.decided_at).filter(Boolean).sort().pop() || null;
-  return { state, approved, count, decidedAt };
+  const state = decided < count ? "approving" : approved === count ? "approved"
+    : approved === 0 ? "disapproved" : "partly_approved";
+  const decidedAt = state === "approving" ? null
+    : approvals.map((a) => a.decided_at).filter(Boolean).sort().pop() || null;
+  return { state, approved, decided, count, decidedAt };
 }
 
 /** The card of one proposed write; its state is redrawn from the proposal each time the
@@ -276,6 +281,7 @@ function proposalCard(write, { stored = false } = {}) {
   const card = {
     write,
     busy: null, // "confirm" or "reject" while that request runs
+    version: 0, // counts the server's answers drawn: an older read is not drawn after one
     node: el("article", { className: "proposal", "data-proposal-id": write.id,
                           "aria-labelledby": `proposal-${number}-title` }),
     title: el("h3", { id: `proposal-${number}-title`, className: "proposal-title" }),
@@ -310,8 +316,8 @@ function outcomeText(write) {
   const outcome = write.outcome || {};
   const approval = approvalOf(write);
   if (approval) {
-    return t(`proposal.outcome.${approval.state}`,
-             { approved: approval.approved, count: approval.count });
+    return t(`proposal.outcome.${approval.state}`, {
+      approved: approval.approved, decided: approval.decided, count: approval.count });
   }
   switch (write.status) {
     case "applied": return t("proposal.outcome.applied");
@@ -341,7 +347,8 @@ function drawProposal(card) {
     operation: operationLabel(write),
     entity: [write.module, write.entity].filter(Boolean).join("."),
   });
-  card.status.textContent = approval ? t(`proposal.status.${approval.state}`)
+  card.status.textContent = approval && approval.state !== "approving"
+    ? t(`proposal.status.${approval.state}`)
     : t(`proposal.status.${status}`, { status: String(write.status) });
   card.summary.textContent = String(write.summary ?? "");
 
@@ -350,7 +357,7 @@ function drawProposal(card) {
   if (String(write.operation).startsWith("bulk_") && Number.isFinite(count)) {
     details.push(t(count === 1 ? "proposal.records.one" : "proposal.records", { count }));
   }
-  if (write.requires_approval) {
+  if (write.requires_approval && status === "proposed") {
     details.push(el("span", { className: "proposal-approval" }, t("proposal.approval")));
   }
   if (status === "proposed") {
@@ -364,7 +371,8 @@ function drawProposal(card) {
     const expired = formatTime(write.expires_at);
     if (expired) details.push(t("proposal.expired_at", { time: expired }));
   } else {
-    const decided = formatTime(approval ? approval.decidedAt : write.resolved_at);
+    const decided = formatTime(approval && approval.decidedAt ? approval.decidedAt
+      : write.resolved_at);
     if (decided) details.push(t("proposal.decided", { time: decided }));
   }
   card.details.replaceChildren(...details.map((detail) => el("li", {}, detail)));
@@ -392,6 +400,7 @@ async function decide(card, decision) {
   const token = state.token;
   const button = decision === "confirm" ? card.confirm : card.reject;
   card.busy = decision;
+  card.version += 1;
   card.error.textContent = "";
   drawProposal(card);
   try {
@@ -471,8 +480,16 @@ async function deleteCurrent() {
   const id = state.currentId;
   const token = state.token;
   if (!id || !token) return;
-  const title = $("conversation-title").textContent;
+  if (state.stream) {
+    // This page's own answer in it is still arriving: the server would refuse too.
+    showError(t("conversation.delete_busy"));
+    return;
+  }
+  const listed = state.conversations.find((c) => c.id === id);
+  const title = (listed && listed.title) || t("conversations.untitled");
   if (!window.confirm(t("conversation.delete_confirm", { title }))) return;
+  // Another conversation opened, or the person signed out, while the dialog was up.
+  if (state.currentId !== id || state.token !== token) return;
   showError("");
   const button = $("delete-conversation");
   button.disabled = true;
@@ -481,13 +498,18 @@ async function deleteCurrent() {
   } catch (error) {
     // Gone already (deleted in another tab): what the person asked for is so.
     if (!(error instanceof ApiError && error.status === 404)) {
-      if (error instanceof ApiError && error.status === 409) showError(t("conversation.delete_busy"));
-      else handleError(error);
+      if (state.currentId !== id || state.token !== token) return;
+      if (error instanceof ApiError && error.status === 409) {
+        showError(t("conversation.delete_busy"));
+      } else {
+        handleError(error);
+      }
       return;
     }
   } finally {
     button.disabled = false;
   }
+  if (state.token !== token) return; // signed out meanwhile: the page holds nothing of it
   state.conversations = state.conversations.filter((c) => c.id !== id);
   if (state.currentId === id) startNewConversation();
   else renderConversationList();
@@ -521,6 +543,8 @@ async function openConversation(id) {
   stopStream();
   showError("");
   state.currentId = id;
+  // Until its messages are shown, the title on the page is another conversation's.
+  $("delete-conversation").hidden = true;
   renderConversationList();
   try {
     const conversation = await getConversation(state.token, id);
