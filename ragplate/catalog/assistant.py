@@ -73,6 +73,8 @@ class Policy:
     format_citations: bool
     #: The share of the question's words the extractive answer's evidence must hold.
     min_coverage: float
+    #: The same, each word weighing by its rarity in the index (where it can be counted).
+    min_weighted_coverage: float = 0.0
     fallback_locales: tuple[str, ...] = ()
 
     def allows(self, capability: str) -> bool:
@@ -107,6 +109,7 @@ def compile_policy(name: str, settings: Settings) -> Policy:
                   min_similarity=floor, max_documents=settings.assistant_max_documents,
                   format_citations=settings.format_citations,
                   min_coverage=settings.assistant_min_coverage,
+                  min_weighted_coverage=settings.assistant_min_weighted_coverage,
                   fallback_locales=tuple(settings.assistant_fallback_locales))
 
 

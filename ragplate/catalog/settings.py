@@ -316,6 +316,16 @@ class Settings(BaseSettings):
         "used with a chat model, which judges the evidence itself, but used when a "
         "configured chat model fails and the answer falls back to the extractive one.",
     )
+    assistant_min_weighted_coverage: float = Field(
+        default=0.30, ge=0.0, le=1.0,
+        description="The coverage check again, each of the question's words weighing by how "
+        "rare it is among the developer index's chunks (inverse document frequency): an "
+        "everyday question shares common words with a page, a documentation question the "
+        "rare ones. Less and the extractive answer abstains. Applies on the developer index "
+        "of the pgvector, memory and filesystem stores (not on the user index, nor with "
+        "Elasticsearch). 0.30 was chosen on half of the laraplate documentation and everyday "
+        "questions; 0 turns it off.",
+    )
     assistant_max_documents: int = Field(
         default=3, ge=1, le=10,
         description="Documents the assistant retrieves as evidence for one message.",

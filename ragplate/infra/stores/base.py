@@ -126,6 +126,19 @@ class KeywordSearch(Protocol):
         most query words; labels matching no query word are not returned."""
 
 
+@runtime_checkable
+class TermStatistics(Protocol):
+    """A store that tells how common words are among its chunks: the assistant's coverage
+    check weighs a question's words by it. pgvector, the memory and the filesystem stores
+    implement it; Elasticsearch does not (there every word weighs alike)."""
+
+    def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The number of chunks of this index and profile, and for each of ``terms`` (words
+        as :func:`~ragplate.infra.stores.lexical.tokens` gives them: folded, stemmed in a
+        chunk's language) how many chunks hold it in their text, source label or heading
+        breadcrumb."""
+
+
 def build_search_index(store: DocumentStore) -> None:
     """Build the search index a first bulk load deferred, for the drivers that keep one
     (pgvector's HNSW index); the others search without."""

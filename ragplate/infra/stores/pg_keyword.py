@@ -79,3 +79,21 @@ def keyword_sql(where: str, query: str, top_k: int,
     sql = _KEYWORD.format(where=where, label=_LABEL_SQL[label_key], config=_CHUNK_CONFIG)
     return sql, {"query": query, "configs": QUERY_CONFIGS, "k": top_k,
                  "boost": FIELD_BOOST, "k1": K1, "b": B}
+
+
+# How many of the rows matching ``where`` hold each term in their generated column (the
+# GIN index answers each lexeme), and how many rows there are. A term holding a quote or a
+# backslash is not asked: the cast takes tsquery syntax, and no chunk's lexeme holds one.
+_FREQUENCIES = """
+SELECT t.term,
+       (SELECT count(*) FROM rag_chunks
+        WHERE {where} AND search @@ CAST(chr(39) || t.term || chr(39) AS tsquery)) AS df
+FROM unnest(CAST(:terms AS text[])) AS t(term)
+WHERE t.term !~ '[\\\\'']'
+"""
+
+
+def term_frequencies_sql(where: str) -> str:
+    """The query of :meth:`TermStatistics.term_frequencies` over the rows matching
+    ``where`` (trusted SQL: the store's scope); its parameter is ``terms``."""
+    return _FREQUENCIES.format(where=where)

@@ -37,7 +37,7 @@ from ragplate.infra.stores.base import (
     check_sources_cover,
     rank_hits,
 )
-from ragplate.infra.stores.pg_keyword import keyword_sql
+from ragplate.infra.stores.pg_keyword import keyword_sql, term_frequencies_sql
 
 _COPY = (
     "COPY rag_chunks (index_name, model_key, source, ordinal, text, metadata, embedding) "
@@ -344,6 +344,18 @@ class PgvectorStore:
             for statement in settings:
                 conn.execute(sa.text(statement))
             return "\n".join(r[0] for r in conn.execute(sa.text("EXPLAIN " + sql), params))
+
+    def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The number of chunks, and how many hold each of ``terms`` (as lexemes of their
+        generated ``search`` column: text, source label and breadcrumb)."""
+        wanted = list(dict.fromkeys(terms))
+        with self._transaction() as conn:
+            total = int(conn.execute(sa.text(
+                f"SELECT count(*) FROM rag_chunks WHERE {self._scope}")).scalar_one())
+            rows = conn.execute(sa.text(term_frequencies_sql(self._scope)),
+                                {"terms": wanted}).all() if wanted else []
+        found = {str(r.term): int(r.df) for r in rows}
+        return total, {t: found.get(t, 0) for t in terms}
 
     def count(self) -> int:
         """Number of chunks in this index for this profile."""

@@ -49,6 +49,9 @@ class ChunkTable:
     rows: tuple[StoredChunk, ...] = ()
     matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     records: dict[str, SourceRecord] = field(default_factory=dict)
+    #: Per term, how many rows hold it: computed on first use (a table is never changed).
+    _document_frequencies: Counter[str] | None = field(default=None, init=False,
+                                                       repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # An empty table still needs a (0, dims) matrix for vstack and scoring.
@@ -154,6 +157,16 @@ class ChunkTable:
                                  copy.deepcopy(row.metadata), score))
         return rank_hits(hits, top_k)
 
+    def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The number of rows, and per term how many rows hold it (read in each row's
+        language, as keyword search reads them); counted once per table snapshot."""
+        if self._document_frequencies is None:
+            counted: Counter[str] = Counter()
+            for row in self.rows:
+                counted.update(term_counts(row.source, row.text, row.metadata).keys())
+            self._document_frequencies = counted
+        return len(self.rows), {t: self._document_frequencies[t] for t in terms}
+
     def chunk_count(self, sources: Iterable[str]) -> int:
         """How many rows belong to ``sources``."""
         wanted = set(sources)
@@ -205,6 +218,12 @@ class TableReads:
         with self._guard:
             table = self._table()
         return table.keyword_search(query, top_k, filters, label_key)
+
+    def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The number of chunks, and how many hold each of ``terms``."""
+        with self._guard:
+            table = self._table()
+        return table.term_frequencies(terms)
 
     def count(self) -> int:
         """Number of chunks in this index for this profile."""

@@ -42,7 +42,11 @@ from ragplate.tasks.assistant.completion import (
     complete,
     renumber,
 )
-from ragplate.tasks.assistant.coverage import question_coverage
+from ragplate.tasks.assistant.coverage import (
+    Frequencies,
+    question_coverage,
+    weighted_coverage,
+)
 from ragplate.tasks.assistant.evidence import build_evidence, similarities
 from ragplate.tasks.assistant.extractive import MAX_SOURCES, compose, extract
 from ragplate.tasks.assistant.guard import RememberingEmbedder, screen_message
@@ -151,7 +155,8 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
         *([data] if data is not None else []), _ui_proposals(policy, context)]
     turn = _complete(policy, locale, text_in, evidence.hits, meta, evidence, chat,
                      lambda: sources.passages(policy, access, text_in, evidence.hits),
-                     toolsets, similarity=similarities(sources.embedder, text_in))
+                     toolsets, similarity=similarities(sources.embedder, text_in),
+                     frequencies=sources.frequencies(policy))
     turn.data = data
     if turn.status in ("answered", "clarification"):  # the model's own words
         on_phase("validating_output")
@@ -214,7 +219,8 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
               meta: dict[str, Any], evidence: Any, chat: ChatModel | None,
               passages: Callable[[], dict[int, list[str]]],
               toolsets: list[Toolset] | None = None,
-              similarity: Callable[[list[str]], list[float]] | None = None) -> Turn:
+              similarity: Callable[[list[str]], list[float]] | None = None,
+              frequencies: Frequencies | None = None) -> Turn:
     toolsets = toolsets or []
     tools = _admitted(policy, toolsets)
     if not hits and not tools:
@@ -246,6 +252,13 @@ def _complete(policy: Policy, locale: str, question: str, hits: list[Hit],
         if covered is not None:
             meta = {**meta, "question_coverage": round(covered, 4)}
             if covered < policy.min_coverage:
+                return _abstention(locale, meta)
+        weighed = (weighted_coverage(question, hits[:MAX_SOURCES], locale=locale,
+                                     frequencies=frequencies)
+                   if frequencies is not None and policy.min_weighted_coverage > 0 else None)
+        if weighed is not None:
+            meta = {**meta, "question_coverage_weighted": round(weighed, 4)}
+            if weighed < policy.min_weighted_coverage:
                 return _abstention(locale, meta)
         # A line stating a setting is no prose: quoted only where the output policy would
         # let it through (an end user's answer holds no NAME=value), so that one line cannot

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ragplate.catalog.assistant import Policy
 from ragplate.catalog.documents import AccessContext
 from ragplate.infra.models.base import Embedder
+from ragplate.infra.stores.base import TermStatistics
 from ragplate.infra.stores.pg_sources import indexed_modules, sources_generation
+from ragplate.tasks.assistant.coverage import Frequencies
 from ragplate.tasks.assistant.evidence import source_passages
 from ragplate.tasks.retrieval.documentation import (
     Hit,
@@ -47,6 +49,12 @@ class DocumentationSources(Protocol):
     def passages(self, policy: Policy, access: AccessContext | None, question: str,
                  hits: list[Hit]) -> dict[int, list[str]]:
         """More chunks of the best hits' sources, under the same filters."""
+        ...
+
+    def frequencies(self, policy: Policy) -> Frequencies | None:
+        """How common words are in the policy's index (see
+        :func:`~ragplate.tasks.assistant.coverage.question_coverage`), or ``None``: every
+        word weighs alike."""
         ...
 
 
@@ -92,6 +100,17 @@ class IndexSources:
         return retrieve_developer(question, store=store, embedder=self.embedder,
                                   top_k=policy.max_documents, min_score=policy.min_similarity,
                                   strategy=settings.docs_retrieval, rrf_k=settings.docs_rrf_k)
+
+    def frequencies(self, policy: Policy) -> Frequencies | None:
+        """The developer index's word counts, where its store keeps them; ``None`` on the
+        user index (its counts would include pages the person may not see) and for a store
+        without them (Elasticsearch)."""
+        if policy.profile.index != "developer":
+            return None
+        store = self.runtime.store(policy.profile.index, self.embedder.profile)
+        if not isinstance(store, TermStatistics):
+            return None
+        return store.term_frequencies
 
     def passages(self, policy: Policy, access: AccessContext | None, question: str,
                  hits: list[Hit]) -> dict[int, list[str]]:

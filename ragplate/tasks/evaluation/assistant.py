@@ -60,7 +60,7 @@ _MARKER = re.compile(r"\[(\d+)\]")
 #: The settings the answer path reads, held at their shipped defaults during an evaluation:
 #: an operator's configuration never moves a baseline.
 FIXED_SETTINGS = ("assistant_max_documents", "assistant_min_similarity",
-                  "assistant_min_coverage",
+                  "assistant_min_coverage", "assistant_min_weighted_coverage",
                   "assistant_fallback_locales", "format_citations", "guardrails_input_max_chars",
                   "guardrails_output_max_chars", "guardrails_policy_version",
                   "policy_classification_version")

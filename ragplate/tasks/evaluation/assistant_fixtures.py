@@ -100,6 +100,10 @@ class FixtureSources:
         return source_passages(self.store, self.embedder.embed_query(question), hits,
                                filters=filters, label_key="safe_source_label")
 
+    def frequencies(self, policy: Policy) -> None:
+        """None: the fixture is a user index, where every word weighs alike."""
+        return None
+
 
 def evidence_labels(messages: list[dict[str, Any]]) -> dict[int, str]:
     """The numbered labels of the evidence block in the last user message."""

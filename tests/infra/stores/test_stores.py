@@ -32,6 +32,7 @@ from tests.testing.document_store_contract import (
     vec,
 )
 from tests.testing.keyword_search_contract import KeywordSearchContract
+from tests.testing.term_statistics_contract import TermStatisticsContract
 
 
 def _isolated_factory(build: StoreFactory) -> Iterator[StoreFactory]:
@@ -49,7 +50,7 @@ def _isolated_factory(build: StoreFactory) -> Iterator[StoreFactory]:
         store.reset()
 
 
-class TestMemoryStore(DocumentStoreContract, KeywordSearchContract):
+class TestMemoryStore(DocumentStoreContract, KeywordSearchContract, TermStatisticsContract):
     """The contracts on the in-process driver."""
 
     @pytest.fixture
@@ -57,7 +58,7 @@ class TestMemoryStore(DocumentStoreContract, KeywordSearchContract):
         yield from _isolated_factory(MemoryStore)
 
 
-class TestFilesystemStore(DocumentStoreContract, KeywordSearchContract):
+class TestFilesystemStore(DocumentStoreContract, KeywordSearchContract, TermStatisticsContract):
     """The contracts on the single-file driver, plus its file handling."""
 
     @pytest.fixture
@@ -128,7 +129,7 @@ class TestFilesystemStore(DocumentStoreContract, KeywordSearchContract):
 
 
 @pytest.mark.integration
-class TestPgvectorStore(DocumentStoreContract, KeywordSearchContract):
+class TestPgvectorStore(DocumentStoreContract, KeywordSearchContract, TermStatisticsContract):
     """The contracts on PostgreSQL + pgvector, plus the HNSW index life cycle."""
 
     @pytest.fixture

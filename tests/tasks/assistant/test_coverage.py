@@ -3,6 +3,8 @@ language only."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from ragplate.catalog.assistant import compile_policy
@@ -10,7 +12,13 @@ from ragplate.catalog.settings import Settings
 from ragplate.infra.stores import lexical
 from ragplate.infra.stores.lexical import STOP_WORDS
 from ragplate.tasks.assistant import coverage
-from ragplate.tasks.assistant.coverage import guess_language, hit_language, question_coverage
+from ragplate.tasks.assistant.coverage import (
+    guess_language,
+    hit_language,
+    question_coverage,
+    weighted_coverage,
+    weighted_share,
+)
 from ragplate.tasks.retrieval.documentation import Hit
 
 
@@ -127,3 +135,38 @@ def test_the_policy_carries_the_configured_coverage() -> None:
     assert compile_policy("developer_help", off).min_coverage == 0.0
     with pytest.raises(ValueError, match="assistant_min_coverage"):
         Settings(_env_file=None, assistant_min_coverage=1.5)
+
+
+def test_a_word_weighs_by_how_rare_it_is_among_the_chunks() -> None:
+    # 9 chunks: "safe" is in 8 of them, "chicken" and "frozen" in none.
+    counts = {"safe": 8, "chicken": 0, "frozen": 0}
+    share = weighted_share({"safe", "chicken", "frozen"}, {"safe"}, 9, counts)
+    assert share == pytest.approx(math.log(10 / 9) / (math.log(10 / 9) + 2 * math.log(10)))
+    # Holding the rare words is holding most of the question.
+    assert weighted_share({"safe", "chicken"}, {"chicken"}, 9, counts) > 0.9
+    # Words in every chunk weigh nothing: each then weighs alike.
+    assert weighted_share({"a", "b"}, {"a"}, 3, {"a": 3, "b": 3}) == 0.5
+
+
+def test_weighted_coverage_asks_the_index_for_the_questions_words_only() -> None:
+    asked: list[list[str]] = []
+
+    def frequencies(words: list[str]) -> tuple[int, dict[str, int]]:
+        asked.append(words)
+        return 100, {"index": 40, "rebuild": 2}
+
+    hits = [hit("Rebuild the index with --full.", "en", "ops.md")]
+    weighed = weighted_coverage("How do I rebuild the index?", hits, locale="en",
+                                frequencies=frequencies)
+    assert asked == [["index", "rebuild"]] and weighed == 1.0
+    # No language told, no figure, and the index is not asked.
+    assert weighted_coverage("content hash", hits, locale="en",
+                             frequencies=frequencies) is None
+    assert len(asked) == 1
+
+
+def test_the_weighted_floor_is_a_setting_with_its_default() -> None:
+    assert compile_policy("developer_help",
+                          Settings(_env_file=None)).min_weighted_coverage == 0.3
+    with pytest.raises(ValueError, match="assistant_min_weighted_coverage"):
+        Settings(_env_file=None, assistant_min_weighted_coverage=-0.1)

@@ -35,7 +35,8 @@ def test_an_everyday_question_sharing_a_word_by_chance_is_abstained_on(
     coverage = metadata["question_coverage"]
     assert isinstance(coverage, float) and 0 < coverage < 0.25
     # The words it shares are enough for the answerer alone: the check is what abstains.
-    assert ask(settings, EVERYDAY, assistant_min_coverage=0.0)[0] == "answered"
+    assert ask(settings, EVERYDAY, assistant_min_coverage=0.0,
+               assistant_min_weighted_coverage=0.0)[0] == "answered"
 
 
 def test_a_documentation_question_is_answered_with_its_coverage_recorded(
@@ -55,3 +56,23 @@ def test_an_abstention_after_the_check_keeps_the_coverage_it_measured(
     status, metadata = ask(settings, "What about upgrades?")
     assert status == "abstained"
     assert metadata["question_coverage"] == 1.0
+
+
+#: Shares "database" (in three of the index's twelve chunks) and nothing else: one word of
+#: four by count, little by weight.
+COMMON_WORDS_ONLY = "Is the database of my garden shed safe?"
+
+
+def test_a_question_sharing_only_a_common_word_is_abstained_on_by_its_weight(
+        settings: Settings, developer_index: DocumentStore) -> None:
+    status, metadata = ask(settings, COMMON_WORDS_ONLY)
+    assert status == "abstained"
+    assert metadata["question_coverage"] == 0.25  # enough by count
+    weighed = metadata["question_coverage_weighted"]
+    assert isinstance(weighed, float) and 0 < weighed < 0.3
+    # The weighted check is what abstains.
+    assert ask(settings, COMMON_WORDS_ONLY, assistant_min_weighted_coverage=0.0)[0] == (
+        "answered")
+    # A documentation question holds the rare words too.
+    status, metadata = ask(settings, DOCUMENTATION)
+    assert status == "answered" and metadata["question_coverage_weighted"] == 1.0

@@ -40,6 +40,9 @@ class GivenEvidence:
                  ) -> dict[int, list[str]]:
         return {}
 
+    def frequencies(self, policy: Any) -> None:
+        return None
+
 
 def ask(settings: Settings, embedder: Embedder, question: str, text: str,
         **changes: object) -> str:

@@ -32,7 +32,8 @@ def runtime(settings: Settings, embedder: Embedder, tmp_path_factory: pytest.Tem
             ) -> Runtime:
     # No evidence floor or coverage: what is tested is what the answerer may quote.
     runtime = Runtime(settings.model_copy(update={"assistant_min_similarity": -1.0,
-                                                  "assistant_min_coverage": 0.0}))
+                                                  "assistant_min_coverage": 0.0,
+                                                  "assistant_min_weighted_coverage": 0.0}))
     profile = runtime.active_profile()
     developer, user = runtime.store("developer", profile), runtime.store("user", profile)
     developer.reset()
