@@ -32,10 +32,10 @@ def screen_command(
                     ] = None,
     file: Annotated[str | None, typer.Option(
         "--file", help="Screen every message of a file instead: one per line (.txt, or - "
-        "for standard input), JSON Lines (.jsonl: strings or objects with text, query or "
-        "prompt), or JSON (.json: a list of those, or an object holding one under cases, "
-        "messages, prompts or payloads). An object's expect_refusal is its expected "
-        "verdict.")] = None,
+        "for standard input), JSON Lines (.jsonl or .ndjson: strings or objects with text, "
+        "query, prompt or message), or JSON (.json: a list of those, or an object holding "
+        "one under cases, messages, prompts or payloads). An object's expect_refusal is its "
+        "expected verdict.")] = None,
     expect: Annotated[Literal["refused", "allowed"] | None, typer.Option(
         help="With --file: the verdict every message should get (an attack corpus: "
         "refused); exit 1 when one does not. Wins over the file's expect_refusal.")] = None,

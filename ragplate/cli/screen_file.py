@@ -46,11 +46,14 @@ def read_messages(path: str) -> list[Message]:
     suffix = Path(path).suffix.lower()
     if suffix == ".json":
         messages = _from_json(content, shown)
-    elif suffix == ".jsonl":
+    elif suffix in (".jsonl", ".ndjson"):
         messages = _from_json_lines(content, shown)
-    else:
+    elif suffix in ("", ".txt", ".text", ".lst") or path == "-":
         messages = [Message(f"line {number}", line.rstrip("\r"), None)
                     for number, line in enumerate(content.split("\n"), 1) if line.strip()]
+    else:
+        raise InvalidInputError(f"{shown}: unknown kind of file {suffix!r}: give a .txt "
+                                f"(one message per line), .jsonl or .json file")
     if not messages:
         raise InvalidInputError(f"{shown}: no message to screen")
     if len(messages) > MAX_MESSAGES:
@@ -65,7 +68,10 @@ def read_messages(path: str) -> list[Message]:
 
 def _read(path: str) -> bytes:
     if path == "-":
-        return sys.stdin.buffer.read(MAX_BYTES + 1)[:MAX_BYTES + 1]
+        raw: bytes = sys.stdin.buffer.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES:  # refused whole: a cut would screen half a message
+            raise InvalidInputError(f"standard input: more than {MAX_BYTES} bytes")
+        return raw
     file = Path(path).expanduser()
     try:
         size = file.stat().st_size

@@ -86,3 +86,19 @@ def test_what_cannot_be_read_is_named_with_its_place(tmp_path: Path, name: str,
 def test_a_directory_is_not_a_file(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="a directory, not a file"):
         read_messages(str(tmp_path))
+
+
+def test_standard_input_over_the_limit_is_refused_not_cut(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("ragplate.cli.screen_file.MAX_BYTES", 10)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"one\ntwo\nthree\n")))
+
+    with pytest.raises(InvalidInputError, match="standard input: more than 10 bytes"):
+        read_messages("-")
+
+
+def test_ndjson_is_json_lines_and_an_unknown_kind_is_refused(tmp_path: Path) -> None:
+    assert read_messages(write(tmp_path, "a.ndjson", '{"text": "hi"}\n')) == [
+        Message("line 1", "hi", None)]
+    with pytest.raises(InvalidInputError, match=r"unknown kind of file '\.py'"):
+        read_messages(write(tmp_path, "prompt_data.py", "x = 1\n"))

@@ -83,13 +83,14 @@ def keyword_sql(where: str, query: str, top_k: int,
 
 # How many of the rows matching ``where`` hold each term in their generated column (the
 # GIN index answers each lexeme), and how many rows there are. A term holding a quote or a
-# backslash is not asked: the cast takes tsquery syntax, and no chunk's lexeme holds one.
+# backslash is not asked: the cast takes tsquery syntax, and no chunk's lexeme holds one;
+# nor is one of 2,047 bytes or more, which tsquery refuses and to_tsvector never keeps.
 _FREQUENCIES = """
 SELECT t.term,
        (SELECT count(*) FROM rag_chunks
         WHERE {where} AND search @@ CAST(chr(39) || t.term || chr(39) AS tsquery)) AS df
 FROM unnest(CAST(:terms AS text[])) AS t(term)
-WHERE t.term !~ '[\\\\'']'
+WHERE t.term !~ '[\\\\'']' AND octet_length(t.term) < 2047
 """
 
 
