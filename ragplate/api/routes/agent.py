@@ -191,8 +191,8 @@ async def _events(settings: Settings, conversation_id: str,
              responses={**RESPONSES, 200: {"description": STREAM_DESCRIPTION,
                                            "content": {EVENT_STREAM: {"schema": {
                                                "type": "string"}}}},
-                        406: {"description": "The Accept header rules out "
-                              "text/event-stream."},
+                        406: {"model": ErrorBody, "description": "The Accept header "
+                              "rules out text/event-stream."},
                         429: {"model": ErrorBody, "description": "This person's streamed "
                               "answers in preparation are at RAGPLATE_ASSISTANT_STREAM_"
                               "PER_PERSON."}})
