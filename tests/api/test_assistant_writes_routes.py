@@ -151,13 +151,21 @@ def test_a_query_parameter_or_a_body_these_routes_would_ignore_is_a_422(
     assert chunked.status_code == 200 and chunked.json()["status"] == "applied", chunked.text
 
 
-def test_a_members_confirmed_write_waits_for_approval(
-        client: TestClient, double: ChatDouble, engine: sa.Engine) -> None:
+def members_proposal(client: TestClient, double: ChatDouble, engine: sa.Engine
+                     ) -> tuple[dict[str, str], dict[str, str], int, dict[str, Any]]:
+    """A member of a new tenant, an approver of it, the approver's ticket and the
+    member's proposal to close it."""
     tenant = f"m-{uuid.uuid4().hex[:6]}"
     member, approver = person(engine, TICKET_MEMBER, tenant), person(engine, TICKET_APPROVER,
                                                                      tenant)
     key = new_ticket(client, approver)
     write = propose(client, double, member, {"id": key, "fields": {"status": "closed"}})
+    return member, approver, key, write
+
+
+def test_a_members_confirmed_write_waits_for_approval(
+        client: TestClient, double: ChatDouble, engine: sa.Engine) -> None:
+    member, approver, key, write = members_proposal(client, double, engine)
     assert write["requires_approval"] is True
     decided = client.post(f"{BASE}/{write['id']}/confirm", headers=member).json()
     assert decided["status"] == "pending_approval"
@@ -179,11 +187,7 @@ def test_a_members_confirmed_write_waits_for_approval(
 
 def test_a_disapproved_write_reads_disapproved_and_other_statuses_have_no_approvals(
         client: TestClient, double: ChatDouble, engine: sa.Engine) -> None:
-    tenant = f"m-{uuid.uuid4().hex[:6]}"
-    member, approver = person(engine, TICKET_MEMBER, tenant), person(engine, TICKET_APPROVER,
-                                                                     tenant)
-    key = new_ticket(client, approver)
-    write = propose(client, double, member, {"id": key, "fields": {"status": "closed"}})
+    member, approver, key, write = members_proposal(client, double, engine)
     assert client.get(f"{BASE}/{write['id']}", headers=member).json()["approvals"] is None
     decided = client.post(f"{BASE}/{write['id']}/confirm", headers=member).json()
     [modification] = decided["outcome"]["modification_ids"]

@@ -563,6 +563,17 @@ def test_a_conversation_deleted_elsewhere_takes_its_messages_off_the_page(
     expect(page.locator("#composer-text")).to_have_value("And how do I ask it in Italian?")
 
 
+def answer_dialog(asked: list[str], *, accept: bool) -> Callable[[Dialog], None]:
+    """A handler that notes the dialog's question in ``asked``, then accepts or dismisses."""
+    def answer(dialog: Dialog) -> None:
+        asked.append(dialog.message)
+        if accept:
+            dialog.accept()
+        else:
+            dialog.dismiss()
+    return answer
+
+
 def test_a_person_deletes_a_conversation_after_saying_so(
     server: AppServer, engine: sa.Engine, page: Page
 ) -> None:
@@ -577,12 +588,7 @@ def test_a_person_deletes_a_conversation_after_saying_so(
 
     # Dismissed: nothing happens.
     asked: list[str] = []
-
-    def dismiss(dialog: Dialog) -> None:
-        asked.append(dialog.message)
-        dialog.dismiss()
-
-    page.once("dialog", dismiss)
+    page.once("dialog", answer_dialog(asked, accept=False))
     delete.click()
     expect(page.locator("#conversation-list button")).to_have_count(1)
     assert asked and QUESTION in asked[0]
@@ -643,12 +649,7 @@ def test_delete_waits_until_the_conversation_picked_is_shown(
     expect(delete).to_be_visible()
     page.unroute(f"**/app/ai/conversations/{first['id']}")
     asked: list[str] = []
-
-    def accept(dialog: Dialog) -> None:
-        asked.append(dialog.message)
-        dialog.accept()
-
-    page.once("dialog", accept)
+    page.once("dialog", answer_dialog(asked, accept=True))
     delete.click()
     expect(page.locator("#conversation-list button")).to_have_count(1)
     assert QUESTION in asked[0]
