@@ -69,8 +69,24 @@ rag_chunks = sa.Table(
     sa.Column("metadata", JSONB, nullable=False),
     sa.Column("embedding", Vector(), nullable=False),
     sa.Column("search", TSVECTOR, sa.Computed(DOCS_SEARCH_VECTOR, persisted=True)),
+    # The chunk's distinct words as ragplate reads them (``stores.lexical.term_counts``);
+    # NULL only for a row a writer of another release stored (counted as holding none).
+    sa.Column("terms", ARRAY(sa.Text), nullable=True),
     sa.Index("ix_rag_chunks_source", "index_name", "model_key", "source"),
     sa.Index("ix_rag_chunks_search", "search", postgresql_using="gin"),
+)
+
+#: Per (index, model) and word, how many chunks hold the word in their ``terms`` (under the
+#: empty word, how many chunks the index holds): kept by
+#: statement triggers on ``rag_chunks`` (migration 0016), so every insert and delete, by
+#: whatever path, keeps it exact; the assistant's coverage check weighs words by it.
+rag_term_counts = sa.Table(
+    "rag_term_counts",
+    metadata,
+    sa.Column("index_name", sa.Text, primary_key=True),
+    sa.Column("model_key", sa.Text, primary_key=True),
+    sa.Column("term", sa.Text, primary_key=True),
+    sa.Column("chunks", sa.Integer, nullable=False),
 )
 
 #: Generated keyword-search vector of a content translation (migrations 0002, 0008): the

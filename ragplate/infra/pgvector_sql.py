@@ -40,6 +40,18 @@ def vector_field(vector: np.ndarray) -> bytes:
     return copy_field(struct.pack(">HH", vec.shape[0], 0) + vec.tobytes())
 
 
+#: PostgreSQL's type OID of ``text``, the element type a binary ``text[]`` names.
+_TEXT_OID = 25
+
+
+def text_array_field(values: Sequence[str]) -> bytes:
+    """A one-dimensional ``text[]`` in binary COPY form (empty: zero dimensions)."""
+    if not values:
+        return copy_field(struct.pack(">iii", 0, 0, _TEXT_OID))
+    head = struct.pack(">iiiii", 1, 0, _TEXT_OID, len(values), 1)
+    return copy_field(head + b"".join(copy_field(v.encode()) for v in values))
+
+
 def binary_copy(rows: Iterable[Sequence[bytes]]) -> bytes:
     """Rows of encoded fields (:func:`copy_field`, :func:`vector_field`) in PostgreSQL's
     binary COPY format: no type registration needed on pooled connections."""

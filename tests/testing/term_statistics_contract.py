@@ -11,7 +11,7 @@ from typing import cast
 
 from ragplate.infra.stores.base import DocumentStore, TermStatistics
 from ragplate.infra.stores.lexical import tokens
-from tests.testing.document_store_contract import TINY, StoreFactory, load
+from tests.testing.document_store_contract import OTHER, TINY, StoreFactory, load, records
 from tests.testing.keyword_search_contract import chunk
 
 
@@ -40,9 +40,62 @@ class TermStatisticsContract:
 
     def test_an_empty_index_and_odd_terms_count_nothing(
             self, store_factory: StoreFactory) -> None:
-        store = cast(TermStatistics, store_factory("developer", TINY))
-        assert store.term_frequencies([]) == (0, {})
+        store: DocumentStore = store_factory("developer", TINY)
+        stats = cast(TermStatistics, store)
+        assert stats.term_frequencies([]) == (0, {})
         load(store, [chunk("a.md", 0, "Quotes and pipes a b", locale="en")])
-        odd = ["it's", "back\\slash", "a|b", "x" * 2100, "я" * 1100]
+        odd = ["", "it's", "back\\slash", "a|b", "x" * 2100, "я" * 1100]
 
-        assert store.term_frequencies(odd) == (1, dict.fromkeys(odd, 0))
+        assert stats.term_frequencies(odd) == (1, dict.fromkeys(odd, 0))
+
+    def test_words_are_counted_as_the_question_reads_them(
+            self, store_factory: StoreFactory) -> None:
+        """A path, a version, an e-mail address: PostgreSQL's parser keeps each whole, the
+        question's reading splits them; the counts follow the question's reading."""
+        store: DocumentStore = store_factory("developer", TINY)
+        load(store, [
+            chunk("a.md", 0, "See docs/api.md for release v2.4.1", locale="en"),
+            chunk("b.md", 0, "Write to ops@example.org about the docs", locale="en"),
+            chunk("c.md", 0, "Nothing of the kind", locale="en"),
+        ])
+        asked = tokens("docs api release example", "english")
+
+        total, frequencies = cast(TermStatistics, store).term_frequencies(asked)
+
+        assert total == 3
+        assert frequencies == dict(zip(asked, [2, 1, 1, 1], strict=True))
+
+    def test_frequencies_follow_replaced_and_deleted_sources(
+            self, store_factory: StoreFactory) -> None:
+        store: DocumentStore = store_factory("developer", TINY)
+        stats = cast(TermStatistics, store)
+        load(store, [
+            chunk("a.md", 0, "Rebuild the index", locale="en"),
+            chunk("a.md", 1, "The index again", locale="en"),
+            chunk("b.md", 0, "An index of pages", locale="en"),
+        ])
+        asked = tokens("index rebuild pages", "english")
+        assert stats.term_frequencies(asked) == (3, dict(zip(asked, [3, 1, 1], strict=True)))
+
+        new = [chunk("a.md", 0, "Pages only", locale="en")]
+        store.replace_sources(new, records(new, store.profile, "v2"))
+        assert stats.term_frequencies(asked) == (2, dict(zip(asked, [1, 0, 2], strict=True)))
+
+        assert store.delete_sources(["b.md"]) == 1
+        assert stats.term_frequencies(asked) == (1, dict(zip(asked, [0, 0, 1], strict=True)))
+        assert store.delete_sources(["a.md"]) == 1
+        assert stats.term_frequencies(asked) == (0, dict.fromkeys(asked, 0))
+
+    def test_each_index_and_model_counts_its_own_chunks(
+            self, store_factory: StoreFactory) -> None:
+        developer: DocumentStore = store_factory("developer", TINY)
+        user: DocumentStore = store_factory("user", TINY)
+        other: DocumentStore = store_factory("developer", OTHER)
+        load(developer, [chunk("a.md", 0, "Rebuild the index", locale="en")])
+        load(user, [chunk("a.md", 0, "Index", locale="en"), chunk("b.md", 0, "Index", locale="en")])
+        load(other, [chunk("z.md", 0, "Nothing", locale="en")])
+        [word] = tokens("index", "english")
+
+        assert cast(TermStatistics, developer).term_frequencies([word]) == (1, {word: 1})
+        assert cast(TermStatistics, user).term_frequencies([word]) == (2, {word: 2})
+        assert cast(TermStatistics, other).term_frequencies([word]) == (1, {word: 0})

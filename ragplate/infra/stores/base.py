@@ -136,7 +136,8 @@ class TermStatistics(Protocol):
         """The number of chunks of this index and profile, and for each of ``terms`` (words
         as :func:`~ragplate.infra.stores.lexical.tokens` gives them: folded, stemmed in a
         chunk's language) how many chunks hold it in their text, source label or heading
-        breadcrumb."""
+        breadcrumb, each chunk read by :func:`~ragplate.infra.stores.lexical.term_counts`
+        (not by the store's own text search, which keeps paths and versions whole)."""
 
 
 def build_search_index(store: DocumentStore) -> None:

@@ -81,20 +81,9 @@ def keyword_sql(where: str, query: str, top_k: int,
                  "boost": FIELD_BOOST, "k1": K1, "b": B}
 
 
-# How many of the rows matching ``where`` hold each term in their generated column (the
-# GIN index answers each lexeme), and how many rows there are. A term holding a quote or a
-# backslash is not asked: the cast takes tsquery syntax, and no chunk's lexeme holds one;
-# nor is one of 2,047 bytes or more, which tsquery refuses and to_tsvector never keeps.
-_FREQUENCIES = """
-SELECT t.term,
-       (SELECT count(*) FROM rag_chunks
-        WHERE {where} AND search @@ CAST(chr(39) || t.term || chr(39) AS tsquery)) AS df
-FROM unnest(CAST(:terms AS text[])) AS t(term)
-WHERE t.term !~ '[\\\\'']' AND octet_length(t.term) < 2047
-"""
-
-
-def term_frequencies_sql(where: str) -> str:
-    """The query of :meth:`TermStatistics.term_frequencies` over the rows matching
-    ``where`` (trusted SQL: the store's scope); its parameter is ``terms``."""
-    return _FREQUENCIES.format(where=where)
+#: How many chunks of one (index, model) hold each of some words: ``rag_term_counts``,
+#: which triggers on ``rag_chunks`` keep from each chunk's ``terms`` (migration 0016).
+TERM_COUNTS_SQL = (
+    "SELECT term, chunks FROM rag_term_counts WHERE index_name = :i AND model_key = :k "
+    "AND term = ANY(CAST(:terms AS text[]))"
+)

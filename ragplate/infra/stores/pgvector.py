@@ -24,6 +24,7 @@ from ragplate.infra.pgvector_sql import (
     binary_copy,
     copy_field,
     sql_literal,
+    text_array_field,
     vector_field,
     vector_literal,
 )
@@ -37,10 +38,12 @@ from ragplate.infra.stores.base import (
     check_sources_cover,
     rank_hits,
 )
-from ragplate.infra.stores.pg_keyword import keyword_sql, term_frequencies_sql
+from ragplate.infra.stores.lexical import term_counts
+from ragplate.infra.stores.pg_keyword import TERM_COUNTS_SQL, keyword_sql
 
 _COPY = (
-    "COPY rag_chunks (index_name, model_key, source, ordinal, text, metadata, embedding) "
+    "COPY rag_chunks (index_name, model_key, source, ordinal, text, metadata, embedding, "
+    "terms) "
     "FROM STDIN (FORMAT BINARY)"
 )
 _UPSERT_SOURCE = (
@@ -74,7 +77,9 @@ def hnsw_index_name(index: str, model_key: str) -> str:
 
 
 def _binary_copy(index: str, model_key: str, items: Sequence[EmbeddedChunk]) -> bytes:
-    """The chunk rows of one (index, model) for the binary COPY into ``rag_chunks``."""
+    """The chunk rows of one (index, model) for the binary COPY into ``rag_chunks``, each
+    with its distinct words as keyword search reads them (``terms``: what the index's
+    ``rag_term_counts`` count, kept by triggers)."""
     head = (copy_field(index.encode()), copy_field(model_key.encode()))
     rows = []
     for item in items:
@@ -83,7 +88,9 @@ def _binary_copy(index: str, model_key: str, items: Sequence[EmbeddedChunk]) -> 
         rows.append((*head, copy_field(chunk.source.encode()),
                      copy_field(struct.pack(">i", chunk.ordinal)),
                      copy_field(chunk.text.encode()), copy_field(meta),
-                     vector_field(item.embedding)))
+                     vector_field(item.embedding),
+                     text_array_field(sorted(term_counts(chunk.source, chunk.text,
+                                                         chunk.metadata)))))
     return binary_copy(rows)
 
 
@@ -346,16 +353,16 @@ class PgvectorStore:
             return "\n".join(r[0] for r in conn.execute(sa.text("EXPLAIN " + sql), params))
 
     def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """The number of chunks, and how many hold each of ``terms`` (as lexemes of their
-        generated ``search`` column: text, source label and breadcrumb)."""
-        wanted = list(dict.fromkeys(terms))
+        """The number of chunks, and how many hold each of ``terms``: read from the
+        per-(index, model) counts the chunks' writes and deletes keep, one row per word
+        (so a common word costs no more than a rare one) and the chunk count under the
+        empty word."""
+        wanted = [t for t in dict.fromkeys(terms) if t]
         with self._transaction() as conn:
-            total = int(conn.execute(sa.text(
-                f"SELECT count(*) FROM rag_chunks WHERE {self._scope}")).scalar_one())
-            rows = conn.execute(sa.text(term_frequencies_sql(self._scope)),
-                                {"terms": wanted}).all() if wanted else []
-        found = {str(r.term): int(r.df) for r in rows}
-        return total, {t: found.get(t, 0) for t in terms}
+            rows = conn.execute(sa.text(TERM_COUNTS_SQL), {
+                "i": self.index, "k": self.profile.key, "terms": ["", *wanted]}).all()
+        found = {str(r.term): int(r.chunks) for r in rows}
+        return found.pop("", 0), {t: found.get(t, 0) if t else 0 for t in terms}
 
     def count(self) -> int:
         """Number of chunks in this index for this profile."""

@@ -19,11 +19,11 @@ frozen?" shares "safe" with a page, two of its five words by count, but "safe" i
 "chicken" and "frozen" are in no page; a documentation question shares the words that
 single its page out. Over the laraplate questions with ragplate's docs beside, on the half
 the threshold was not chosen on, it let 3 of 7 answered English everyday questions through,
-and kept 66 of 69 answered documentation questions (49 of the 50 citing an expected page).
-The question's words are stemmed here and counted in the store as it indexed them: where
-the two read a word differently (a version number or a path PostgreSQL keeps whole, a
-Spanish or Dutch stem of another Snowball release) the word counts as rare. On the user
-index every word weighs alike: its counts would include pages the person may not see.
+and kept 67 of 69 answered documentation questions (49 of the 50 citing an expected page).
+The question's words are read here as the store's counts read every chunk when it was
+written (:func:`~ragplate.infra.stores.lexical.term_counts`, one function for both), so a
+path, a version number or a stem is counted as the question reads it. On the user index
+every word weighs alike: its counts would include pages the person may not see.
 
 Words can only be compared within one language: the question's language is guessed from
 its stop words (a tie goes to the person's locale), and a hit's is its locale's, or

@@ -1,0 +1,157 @@
+"""``rag_term_counts`` (migration 0016): the per-(index, model) word counts the triggers on
+``rag_chunks`` keep, whatever path deletes chunks, and the counts of chunks stored before
+the migration."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from ragplate.infra import database, postgres
+from ragplate.infra.stores.lexical import term_counts
+from ragplate.infra.stores.pg_sources import remove_sources
+from ragplate.infra.stores.pgvector import PgvectorStore, prune_other_models
+from tests.testing.document_store_contract import OTHER, TINY, load
+from tests.testing.keyword_search_contract import chunk
+
+pytestmark = pytest.mark.integration
+
+Counts = dict[tuple[str, str, str], int]
+
+
+@pytest.fixture
+def own_engine(ragplate_home: Path) -> Iterator[tuple[sa.Engine, str]]:
+    """A database of its own at ``0015`` (pruning a model touches every index), and its
+    name; the test upgrades it."""
+    import psycopg
+
+    server = postgres.start(ragplate_home)
+    name = f"ragplate_terms_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server.libpq_url("postgres"), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    engine = sa.create_engine(server.url(name), poolclass=sa.NullPool)
+    try:
+        database.ensure_pgvector(engine)
+        database.upgrade(engine, "0015")
+        yield engine, name
+    finally:
+        engine.dispose()
+        with psycopg.connect(server.libpq_url("postgres"), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def stored_counts(engine: sa.Engine) -> Counts:
+    with engine.connect() as conn:
+        return {(r.index_name, r.model_key, r.term): int(r.chunks) for r in conn.execute(
+            sa.text("SELECT index_name, model_key, term, chunks FROM rag_term_counts"))}
+
+
+def recounted(engine: sa.Engine) -> Counts:
+    """The counts read afresh from every chunk's text, as the writers read it, and each
+    index's chunk count under the empty word."""
+    counted: Counter[tuple[str, str, str]] = Counter()
+    with engine.connect() as conn:
+        for r in conn.execute(sa.text(
+                "SELECT index_name, model_key, source, text, metadata FROM rag_chunks")):
+            counted.update((r.index_name, r.model_key, term)
+                           for term in ["", *term_counts(r.source, r.text, r.metadata)])
+    return dict(counted)
+
+
+def test_every_path_that_deletes_chunks_keeps_the_counts(
+        own_engine: tuple[sa.Engine, str]) -> None:
+    engine, _ = own_engine
+    database.upgrade(engine)
+    stores = {(index, profile.key): PgvectorStore(index, profile, engine)
+              for index in ("developer", "user") for profile in (TINY, OTHER)}
+    for (index, _), store in stores.items():
+        load(store, [chunk("a.md", 0, f"Rebuild the {index} index", locale="en"),
+                     chunk("a.md", 1, "The index again, in docs/api.md", locale="en"),
+                     chunk("b.md", 0, "Ricostruire l'indice", locale="it")])
+    assert stored_counts(engine) == recounted(engine)
+    assert stored_counts(engine)[("user", TINY.key, "rebuild")] == 1
+
+    with engine.begin() as conn:
+        remove_sources(conn, ["developer"], ["a.md"])
+    assert stored_counts(engine) == recounted(engine)
+    assert ("developer", TINY.key, "rebuild") not in stored_counts(engine)
+
+    with engine.begin() as conn:
+        prune_other_models(conn, TINY.key)
+    assert stored_counts(engine) == recounted(engine)
+    assert {model for _, model, _ in stored_counts(engine)} == {TINY.key}
+
+    # No writer updates a chunk today; one that does keeps the counts as well.
+    terms = sorted(term_counts("b.md", "Pages only", {"locale": "en"}))
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "UPDATE rag_chunks SET text = 'Pages only', metadata = '{\"locale\": \"en\"}', "
+            "terms = :terms WHERE source = 'b.md' AND index_name = 'user'"), {"terms": terms})
+    assert stored_counts(engine) == recounted(engine)
+    assert stored_counts(engine)[("user", TINY.key, "page")] == 1
+
+    stores[("user", TINY.key)].reset()
+    assert stored_counts(engine) == recounted(engine)
+    assert {index for index, _, _ in stored_counts(engine)} == {"developer"}
+
+
+def test_the_migration_counts_the_chunks_stored_before_it(
+        own_engine: tuple[sa.Engine, str]) -> None:
+    """Chunks written by a release before 0016 (no ``terms``) are read once by the
+    upgrade; the index's counts then equal a driver's that wrote them itself."""
+    engine, _ = own_engine
+    rows = [("developer", TINY.key, "a.md", 0, "Rebuild the index, see docs/api.md",
+             {"locale": "en", "heading_breadcrumb": ["Index", "Rebuild"]}),
+            ("developer", TINY.key, "b.md", 0, "Upgrade notes for v2.4.1", {"locale": "en"}),
+            ("user", OTHER.key, "c.md", 0, "Ricostruire la città", {"locale": "it"})]
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO rag_chunks (index_name, model_key, source, ordinal, text, metadata, "
+            "embedding) VALUES (:i, :k, :s, :o, :t, CAST(:m AS jsonb), '[1,0,0,0]')"),
+            [{"i": i, "k": k, "s": s, "o": o, "t": t, "m": json.dumps(m)}
+             for i, k, s, o, t, m in rows])
+
+    database.upgrade(engine)
+
+    assert stored_counts(engine) == recounted(engine)
+    assert stored_counts(engine)[("developer", TINY.key, "doc")] == 1
+    with engine.connect() as conn:
+        assert conn.execute(sa.text(
+            "SELECT count(*) FROM rag_chunks WHERE terms IS NULL")).scalar_one() == 0
+    # Written after the upgrade, through the driver, by the triggers.
+    load(PgvectorStore("developer", TINY, engine),
+         [chunk("d.md", 0, "Another index page", locale="en")])
+    assert stored_counts(engine)[("developer", TINY.key, "index")] == 2
+    assert stored_counts(engine) == recounted(engine)
+
+
+def test_the_migration_goes_back_and_forth(own_engine: tuple[sa.Engine, str]) -> None:
+    """Down to 0015 drops the counts, the column and the triggers (a chunk written then is
+    not counted by anything); up again counts every chunk, that one included."""
+    from alembic import command
+
+    engine, _ = own_engine
+    database.upgrade(engine)
+    load(PgvectorStore("developer", TINY, engine),
+         [chunk("a.md", 0, "Rebuild the index", locale="en")])
+    with engine.begin() as conn:
+        config = database._alembic_config(engine)
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0015")
+    assert "rag_term_counts" not in sa.inspect(engine).get_table_names()
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO rag_chunks (index_name, model_key, source, ordinal, text, metadata, "
+            "embedding) VALUES ('developer', :k, 'b.md', 0, 'Another index', "
+            "'{\"locale\": \"en\"}', '[1,0,0,0]')"), {"k": TINY.key})
+
+    database.upgrade(engine)
+
+    assert stored_counts(engine)[("developer", TINY.key, "index")] == 2
+    assert stored_counts(engine) == recounted(engine)
