@@ -232,6 +232,9 @@ def test_errors_before_the_stream_are_plain_json(
     anonymous = httpx.post(url, json=body)
     guest = httpx.post(url, json=body, headers=bearer(engine, permissions=(), is_guest=True))
     json_only = httpx.post(url, json=body, headers={**person, "Accept": "application/json"})
+    # q=0 is "not acceptable" (RFC 9110), though */* would accept the stream.
+    q_zero = httpx.post(url, json=body,
+                        headers={**person, "Accept": "text/event-stream;q=0, */*"})
     bad_id = httpx.post(url, json={**body, "conversation_id": "nope"}, headers=person)
 
     assert (not_mine.status_code, not_mine.json()["error"]) == (404, "NotFoundError")
@@ -239,6 +242,7 @@ def test_errors_before_the_stream_are_plain_json(
     assert (guest.status_code, guest.json()["error"]) == (403, "PermissionDeniedError")
     assert (json_only.status_code, json_only.json()["error"]) == (406, "NotAcceptableError")
     assert "text/event-stream" in json_only.json()["detail"]
+    assert q_zero.status_code == 406 and q_zero.json()["error"] == "NotAcceptableError"
     assert bad_id.status_code == 422 and "conversation_id" in bad_id.text
     assert stored(server.url, person, cid) == []
 

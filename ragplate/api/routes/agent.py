@@ -24,6 +24,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import Field
 
+from ragplate.api.accept import accepts
 from ragplate.api.deps import MemberDep, RuntimeDep
 from ragplate.api.errors import ErrorBody, public_detail
 from ragplate.api.fields import SearchText, StrictRequest
@@ -65,13 +66,6 @@ class AgentRequest(StrictRequest):
     # Long texts are the guardrails' to refuse (category length), with a stored refusal.
     text: SearchText = Field(min_length=1, max_length=100_000)
     context: MessageContext | None = None
-
-
-def _accepts_stream(accept: str | None) -> bool:
-    if not accept:
-        return True
-    kinds = {part.split(";")[0].strip().lower() for part in accept.split(",")}
-    return bool(kinds & {EVENT_STREAM, "text/*", "*/*"})
 
 
 def _frame(kind: str, sequence: int, data: dict[str, Any]) -> str:
@@ -200,7 +194,8 @@ async def agent(body: AgentRequest, request: Request, runtime: RuntimeDep,
                 person: MemberDep, slots: StreamSlotsDep) -> StreamingResponse:
     """Send a message and read the validated answer as it is delivered (Server-Sent
     Events; see the 200 response for the events)."""
-    if not _accepts_stream(request.headers.get("accept")):
+    # Several Accept lines are one list (RFC 9110 §5.3).
+    if not accepts(", ".join(request.headers.getlist("accept")), EVENT_STREAM):
         raise NotAcceptableError("this route answers in text/event-stream only "
                                  "(send Accept: text/event-stream)")
 
