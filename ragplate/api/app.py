@@ -35,6 +35,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # The OpenAPI page is served from bundled assets (routes.docs_ui), not a CDN.
         docs_url=None,
         redoc_url=None,
+        # A path with a trailing slash is an unknown path (the JSON 404), not Starlette's
+        # bare 307 redirect, whose Location is built on the Host header the client sent.
+        redirect_slashes=False,
     )
     app.state.runtime = Runtime(settings if settings is not None else get_settings())
 

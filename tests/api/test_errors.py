@@ -121,6 +121,19 @@ def test_routing_errors_share_the_error_shape(client: TestClient) -> None:
     assert wrong_method.headers["allow"] == "POST"
 
 
+@pytest.mark.parametrize(("method", "path"), [
+    ("GET", "/health/"), ("POST", "/v1/search/"), ("GET", "/app/ai/conversations/"),
+    ("GET", "/app/"), ("GET", "/docs/")])
+def test_a_trailing_slash_is_the_usual_404_not_a_redirect(client: TestClient, method: str,
+                                                          path: str) -> None:
+    # Not Starlette's bare 307, whose Location is built on the Host header the client sent.
+    response = client.request(method, path, json={"query": "x"} if method == "POST" else None,
+                              headers={"Host": "elsewhere.example"}, follow_redirects=False)
+
+    assert response.status_code == 404, response.headers.get("location")
+    assert response.json() == {"error": "NotFound", "detail": "Not Found"}
+
+
 def test_health_answers_head_requests(client: TestClient) -> None:
     response = client.head("/health")
 
