@@ -203,3 +203,14 @@ def test_a_disapproved_write_reads_disapproved_and_other_statuses_have_no_approv
     own = propose(client, double, approver, {"id": key, "fields": {"status": "closed"}})
     applied = client.post(f"{BASE}/{own['id']}/confirm", headers=approver).json()
     assert applied["status"] == "applied" and applied["approvals"] is None
+
+
+def test_the_openapi_document_requires_every_field_a_proposal_always_sends(
+        client: TestClient) -> None:
+    # Required though nullable: a client generated from the document reads approvals (and
+    # decided_at) as always there, null when there is nothing to say.
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+
+    for name in ("ProposalOut", "ApprovalOut"):
+        assert set(schemas[name]["required"]) == set(schemas[name]["properties"]), name
+    assert schemas["ProposalOut"]["properties"]["approvals"]["anyOf"][-1] == {"type": "null"}

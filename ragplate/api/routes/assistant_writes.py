@@ -64,10 +64,12 @@ class ProposalOut(BaseModel):
     resolved_at: str | None
     conversation_id: str
     message_id: str
+    # No default: always sent (null when there is nothing to wait on), so required in the
+    # OpenAPI document.
     approvals: list[ApprovalOut] | None = Field(
-        default=None, description="For a pending_approval proposal, each modification it "
-        "waits on and what an approver decided (the proposal's status stays "
-        "pending_approval); null otherwise.")
+        description="For a pending_approval proposal, each modification it waits on and "
+        "what an approver decided (the proposal's status stays pending_approval); null "
+        "otherwise.")
 
 
 def idempotency_key(request: Request, key: Annotated[str | None, Header(
