@@ -1,6 +1,7 @@
 """How errors leave the API: JSON ``{"error": CLASS, "detail": …}`` with a status.
 
-- ragplate errors carry their own status (:class:`~ragplate.catalog.errors.RagplateError`);
+- ragplate errors carry their own status (:class:`~ragplate.catalog.errors.RagplateError`),
+  and a ``Retry-After`` header when they pass by themselves (``retry_after``);
 - a database connection that fails while serving is a 503 ``DatabaseError``, not a 500;
 - request validation is a 422 whose ``detail`` lists ``{loc, msg, type}`` per problem,
   never echoing the input back (it may be huge, or not encodable as JSON), at most
@@ -140,6 +141,8 @@ def install_error_handlers(app: FastAPI) -> None:
         response = _body(exc.__class__.__name__, public_detail(exc), exc.http_status)
         if exc.http_status == 401:  # RFC 6750: say which scheme is expected
             response.headers["WWW-Authenticate"] = 'Bearer realm="ragplate"'
+        if exc.retry_after is not None:
+            response.headers["Retry-After"] = str(exc.retry_after)
         return response
 
     async def _database(request: Request, exc: Exception) -> JSONResponse:

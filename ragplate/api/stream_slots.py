@@ -5,7 +5,8 @@ A streamed answer keeps its thread until respond() has stored it, also when the 
 event loop's default one the rest of the API shares — and bounded: at most
 ``RAGPLATE_ASSISTANT_STREAM_WORKERS`` answers in preparation per process, at most
 ``RAGPLATE_ASSISTANT_STREAM_PER_PERSON`` of them one person's. A request over either bound
-is refused before its stream opens (503 / 429), instead of waiting unseen in a queue.
+is refused before its stream opens (503 / 429), instead of waiting unseen in a queue, with
+``Retry-After:`` :data:`RETRY_AFTER_SECONDS`.
 Each slot also names its conversation, so that one is not deleted under an answer being
 prepared for it (409).
 """
@@ -22,6 +23,10 @@ from fastapi import Depends, Request
 
 from ragplate.api.deps import RuntimeDep
 from ragplate.catalog.errors import ServiceError, TooManyRequestsError
+
+#: When a refused stream may ask again (``Retry-After``): a slot is free again once an
+#: answer is stored, a matter of seconds.
+RETRY_AFTER_SECONDS = 5
 
 
 class StreamSlots:
@@ -42,12 +47,14 @@ class StreamSlots:
         taking one."""
         with self._lock:
             if self._by_person[person_id] >= self.per_person:
-                raise TooManyRequestsError(
-                    f"{self.per_person} of your answers are still being prepared; send the "
-                    "next message when one has arrived")
+                preparing = ("an answer of yours is still being prepared; send the next "
+                             "message when it has arrived" if self.per_person == 1 else
+                             f"{self.per_person} of your answers are still being prepared; "
+                             "send the next message when one has arrived")
+                raise TooManyRequestsError(preparing, retry_after=RETRY_AFTER_SECONDS)
             if self._running >= self.workers:
                 raise ServiceError("the assistant is preparing as many answers as it can; "
-                                   "try again in a moment")
+                                   "try again in a moment", retry_after=RETRY_AFTER_SECONDS)
             self._running += 1
             self._by_person[person_id] += 1
             self._by_conversation[person_id, conversation_id] += 1

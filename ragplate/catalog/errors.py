@@ -15,6 +15,15 @@ class RagplateError(Exception):
 
     http_status: int = 500
     exit_code: int = 1
+    #: Seconds after which the same request may well succeed, sent as ``Retry-After``: set
+    #: only on a refusal that passes by itself (a bound on work in progress), not on an
+    #: outage of unknown length.
+    retry_after: int | None = None
+
+    def __init__(self, *args: object, retry_after: int | None = None) -> None:
+        super().__init__(*args)
+        if retry_after is not None:
+            self.retry_after = retry_after
 
 
 class ConfigurationError(RagplateError):

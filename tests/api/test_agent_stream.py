@@ -272,7 +272,9 @@ def test_streams_in_preparation_are_bounded_per_person_and_per_process(
             kept = stored(app.url, other, theirs)
 
     assert (again.status_code, again.json()["error"]) == (429, "TooManyRequestsError")
+    assert again.json()["detail"].startswith("an answer of yours is still being prepared")
     assert (busy.status_code, busy.json()["error"]) == (503, "ServiceError")
+    assert again.headers["retry-after"] == busy.headers["retry-after"] == "5"
     assert events[-1][0] == "response.completed"
     assert later[-1][1]["response"]["message"]["status"] == "answered"
     assert [m["role"] for m in kept] == ["user", "assistant"]

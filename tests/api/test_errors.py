@@ -72,6 +72,8 @@ def test_a_database_lost_after_start_is_a_503_naming_postgresql(settings: Settin
         assert response.json()["error"] == "DatabaseError"
         assert response.json()["detail"].startswith("PostgreSQL is unavailable: ")
         assert "SELECT" not in response.json()["detail"]
+        # An outage of unknown length names no time to come back.
+        assert "retry-after" not in response.headers
 
 
 def test_a_503_names_the_service_not_where_it_keeps_its_files(settings: Settings) -> None:
@@ -150,6 +152,8 @@ def test_openapi_declares_the_error_responses(client: TestClient) -> None:
         schema = responses["503"]["content"]["application/json"]["schema"]
         assert schema == {"$ref": "#/components/schemas/ErrorBody"}
     assert "503" in paths["/health"]["get"]["responses"]
+    streamed = paths["/app/ai/agent"]["post"]["responses"]
+    assert all("Retry-After" in streamed[status]["headers"] for status in ("429", "503"))
 
 
 def test_the_openapi_page_loads_only_bundled_assets(client: TestClient) -> None:

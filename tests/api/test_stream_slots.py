@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from ragplate.api.stream_slots import StreamSlots
+from ragplate.api.stream_slots import RETRY_AFTER_SECONDS, StreamSlots
 from ragplate.catalog.errors import ServiceError, TooManyRequestsError
 
 
@@ -45,4 +45,25 @@ def test_a_slot_names_its_persons_conversation_until_it_is_given_back() -> None:
     assert slots.preparing(1, mine)  # one of its two answers is still prepared
     slots.release(1, mine)
     assert not slots.preparing(1, mine) and slots.running == 0
+    slots.executor.shutdown()
+
+
+@pytest.mark.parametrize(("per_person", "words"), [
+    (1, "an answer of yours is still being prepared; send the next message when it has "
+        "arrived"),
+    (2, "2 of your answers are still being prepared; send the next message when one has "
+        "arrived")])
+def test_a_refusal_says_when_to_ask_again_in_words_that_fit_the_count(
+        per_person: int, words: str) -> None:
+    slots = StreamSlots(workers=per_person + 1, per_person=per_person)
+    for _ in range(per_person):
+        slots.acquire(1)
+    with pytest.raises(TooManyRequestsError) as too_many:
+        slots.acquire(1)
+    slots.acquire(2)
+    with pytest.raises(ServiceError) as full:
+        slots.acquire(3)
+
+    assert str(too_many.value) == words
+    assert too_many.value.retry_after == full.value.retry_after == RETRY_AFTER_SECONDS
     slots.executor.shutdown()

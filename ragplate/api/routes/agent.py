@@ -45,6 +45,10 @@ logger = logging.getLogger("ragplate.api.agent")
 #: A comment line: ignored by every SSE client, it keeps proxies from closing the stream.
 KEEPALIVE = ": keep-alive\n\n"
 EVENT_STREAM = "text/event-stream"
+#: The header of a refusal that passes by itself, for the OpenAPI document.
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before sending the request "
+                               "again (on a 503 only when the stream slots are full).",
+                               "schema": {"type": "integer"}}}
 
 STREAM_DESCRIPTION = """Server-Sent Events; every `data` is JSON with `type` (the event's
 name) and `sequence_number`. In order: `response.created`; `response.in_progress` with
@@ -187,9 +191,13 @@ async def _events(settings: Settings, conversation_id: str,
                                                "type": "string"}}}},
                         406: {"model": ErrorBody, "description": "The Accept header "
                               "rules out text/event-stream."},
-                        429: {"model": ErrorBody, "description": "This person's streamed "
-                              "answers in preparation are at RAGPLATE_ASSISTANT_STREAM_"
-                              "PER_PERSON."}})
+                        429: {"model": ErrorBody, "headers": RETRY_AFTER,
+                              "description": "This person's streamed answers in "
+                              "preparation are at RAGPLATE_ASSISTANT_STREAM_PER_PERSON."},
+                        503: {"model": ErrorBody, "headers": RETRY_AFTER,
+                              "description": "The process's streamed answers in "
+                              "preparation are at RAGPLATE_ASSISTANT_STREAM_WORKERS, or "
+                              "PostgreSQL, the store or a model is unavailable."}})
 async def agent(body: AgentRequest, request: Request, runtime: RuntimeDep,
                 person: MemberDep, slots: StreamSlotsDep) -> StreamingResponse:
     """Send a message and read the validated answer as it is delivered (Server-Sent
