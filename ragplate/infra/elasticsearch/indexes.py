@@ -13,15 +13,24 @@ if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
 
-def index_meta(client: Elasticsearch, name: str) -> dict[str, Any] | None:
-    """``_meta.ragplate`` of an index (``{}`` when it has none), ``None`` when the index
-    does not exist."""
+def index_mapping(client: Elasticsearch, name: str) -> dict[str, Any] | None:
+    """The mapping of an index (``mappings``: ``_meta``, ``properties``…), ``None`` when
+    the index does not exist."""
     found = call_or_none(lambda: client.indices.get_mapping(index=name), name)
     if found is None:
         return None
     for body in found.values():  # keyed by the concrete index (also when named by alias)
-        return dict((body.get("mappings", {}).get("_meta") or {}).get("ragplate") or {})
+        return dict(body.get("mappings") or {})
     return None
+
+
+def index_meta(client: Elasticsearch, name: str) -> dict[str, Any] | None:
+    """``_meta.ragplate`` of an index (``{}`` when it has none), ``None`` when the index
+    does not exist."""
+    mapping = index_mapping(client, name)
+    if mapping is None:
+        return None
+    return dict((mapping.get("_meta") or {}).get("ragplate") or {})
 
 
 def check_meta(name: str, found: dict[str, Any], wanted: dict[str, Any], recreate: str) -> None:
@@ -46,16 +55,24 @@ def ensure_index(client: Elasticsearch, name: str, *, settings: dict[str, Any],
     missing index lets the cluster create it with a guessed mapping wherever
     ``action.auto_create_index`` allows it."""
     wanted = mappings["_meta"]["ragplate"]
-    found = index_meta(client, name)
-    if found is None:
+    mapping = index_mapping(client, name)
+    if mapping is None:
         try:
             call(lambda: client.indices.create(index=name, settings=settings,
                                                mappings=mappings), name, recreate=recreate)
         except IndexMappingError as exc:  # created meanwhile by another process
             if "already_exists" not in str(exc):
                 raise
-        found = index_meta(client, name) or {}
-    check_meta(name, found, wanted, recreate)
+        mapping = index_mapping(client, name) or {}
+    check_meta(name, dict((mapping.get("_meta") or {}).get("ragplate") or {}), wanted,
+               recreate)
+    # A field a later release of the same mapping version added: an index made before
+    # gets it (adding a field is the one change a strict mapping takes in place).
+    missing = {field: body for field, body in mappings["properties"].items()
+               if field not in (mapping.get("properties") or {})}
+    if missing:
+        call(lambda: client.indices.put_mapping(index=name, properties=missing), name,
+             recreate=recreate)
     if alias is not None and not alias_targets(client, alias):
         call(lambda: client.indices.update_aliases(
             actions=[{"add": {"index": name, "alias": alias}}]), alias)

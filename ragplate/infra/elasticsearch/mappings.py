@@ -93,6 +93,9 @@ def documentation_mapping(*, index: str, model_key: str, dimensions: int,
             "cross_cutting_user": {"type": "boolean"}, "safe_source_label": keyword,
             **language_fields("text", "label"),
             "embedding": vector_field(dimensions, similarity),
+            # The chunk's distinct words as ragplate reads them, and "" (every chunk):
+            # the assistant's coverage check counts how many chunks hold a word.
+            "terms": keyword,
             # Source records.
             "content_hash": keyword, "model_key": keyword, "chunk_count": {"type": "integer"},
             "vector_recipe": keyword, "root": keyword,

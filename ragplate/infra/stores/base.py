@@ -129,15 +129,16 @@ class KeywordSearch(Protocol):
 @runtime_checkable
 class TermStatistics(Protocol):
     """A store that tells how common words are among its chunks: the assistant's coverage
-    check weighs a question's words by it. pgvector, the memory and the filesystem stores
-    implement it; Elasticsearch does not (there every word weighs alike)."""
+    check weighs a question's words by it. Every driver implements it."""
 
-    def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]] | None:
         """The number of chunks of this index and profile, and for each of ``terms`` (words
         as :func:`~ragplate.infra.stores.lexical.tokens` gives them: folded, stemmed in a
         chunk's language) how many chunks hold it in their text, source label or heading
         breadcrumb, each chunk read by :func:`~ragplate.infra.stores.lexical.term_counts`
-        (not by the store's own text search, which keeps paths and versions whole)."""
+        (not by the store's own text search, which keeps paths and versions whole).
+        ``None`` when the store cannot tell (an Elasticsearch index holding chunks written
+        before they carried their words)."""
 
 
 def build_search_index(store: DocumentStore) -> None:

@@ -13,7 +13,8 @@ English everyday questions through instead of 16, and answered no more documenta
 questions).
 
 A second figure weighs each word by how rare it is in the index (its inverse document
-frequency, where the store can count them: every driver but Elasticsearch;
+frequency, as every driver counts them, except an Elasticsearch index still holding
+chunks written before they carried their words;
 ``RAGPLATE_ASSISTANT_MIN_WEIGHTED_COVERAGE``): "Is it safe to cook chicken straight from
 frozen?" shares "safe" with a page, two of its five words by count, but "safe" is common and
 "chicken" and "frozen" are in no page; a documentation question shares the words that
@@ -103,8 +104,9 @@ def _content_words(question: str, name: str) -> set[str]:
     return set(tokens(" ".join(w for w in words(question) if w not in stops), name))
 
 
-#: How many chunks an index holds, and how many of them hold each of some words.
-Frequencies = Callable[[list[str]], tuple[int, dict[str, int]]]
+#: How many chunks an index holds, and how many of them hold each of some words (``None``
+#: when the store cannot tell).
+Frequencies = Callable[[list[str]], tuple[int, dict[str, int]] | None]
 
 
 def question_coverage(question: str, hits: Sequence[Hit], *,
@@ -125,12 +127,16 @@ def weighted_coverage(question: str, hits: Sequence[Hit], *, locale: str | None 
     """:func:`question_coverage` with each word weighing by how rare it is among the
     index's chunks (``frequencies``, see :func:`weighted_share`): an everyday question
     shares with a page the words every page has ("safe", "change", "run"), a documentation
-    question the words that make its page the one."""
+    question the words that make its page the one. ``None`` also when the store cannot
+    count the words."""
     read = _asked_and_held(question, hits, locale)
     if read is None:
         return None
     asked, held = read
-    total, counts = frequencies(sorted(asked))
+    counted = frequencies(sorted(asked))
+    if counted is None:
+        return None
+    total, counts = counted
     return weighted_share(asked, held, total, counts)
 
 

@@ -104,7 +104,7 @@ class IndexSources:
     def frequencies(self, policy: Policy) -> Frequencies | None:
         """The developer index's word counts, where its store keeps them; ``None`` on the
         user index (its counts would include pages the person may not see) and for a store
-        without them (Elasticsearch)."""
+        without them."""
         if policy.profile.index != "developer":
             return None
         store = self.runtime.store(policy.profile.index, self.embedder.profile)

@@ -28,9 +28,11 @@ from tests.testing.document_store_contract import (
     load,
 )
 from tests.testing.keyword_search_contract import KeywordSearchContract
+from tests.testing.term_statistics_contract import TermStatisticsContract
 
 
-class TestElasticsearchStore(DocumentStoreContract, KeywordSearchContract):
+class TestElasticsearchStore(DocumentStoreContract, KeywordSearchContract,
+                             TermStatisticsContract):
     """The contracts on the Elasticsearch driver (test ids name the target: the noida-db
     emulator, or a real cluster)."""
 
@@ -146,4 +148,50 @@ def test_a_refused_write_raises_its_own_error_when_the_clean_up_fails_too(
         assert "could not be removed" in caplog.text and store.name in caplog.text
     finally:
         monkeypatch.undo()
+        store.reset()
+
+
+def test_an_index_made_before_words_were_counted_gets_them_by_a_full_rewrite(
+    es_settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An index whose mapping has no ``terms`` and whose chunks carry none (written by an
+    earlier release): the assistant gets no counts (every word weighs alike, said once in
+    the log), not counts that leave those chunks out; the next write adds the field in
+    place, and once every chunk is rewritten the counts are there."""
+    from ragplate.infra.elasticsearch import mappings
+    from ragplate.infra.stores.elasticsearch import chunk_document
+    from ragplate.infra.stores.lexical import tokens
+    from tests.testing.document_store_contract import records
+    from tests.testing.keyword_search_contract import chunk
+
+    store = ElasticsearchStore.from_settings(f"old-{uuid.uuid4().hex[:6]}", TINY, es_settings)
+    try:
+        before = store.mapping()
+        del before["properties"]["terms"]
+        store.client.indices.create(index=store.name, mappings=before,
+                                    settings=mappings.settings_body(1, 0))
+        old = [chunk("a.md", 0, "Rebuild the index", locale="en"),
+               chunk("b.md", 0, "Index pages", locale="en")]
+        for n, piece in enumerate(old):
+            document = chunk_document(piece, "g0")
+            del document["terms"]
+            store.client.index(index=store.name, id=f"g0-{n}", document=document)
+        store.client.indices.refresh(index=store.name)
+        [word] = tokens("index", "english")
+
+        with caplog.at_level("WARNING"):
+            assert store.term_frequencies([word]) is None
+            assert store.term_frequencies([word]) is None
+        assert sum("index-docs --full" in r.getMessage() for r in caplog.records) == 1
+
+        fresh = [chunk("b.md", 0, "Index pages", locale="en")]
+        store.replace_sources(fresh, records(fresh, TINY))
+        mapping = indexes.index_mapping(store.client, store.name) or {}
+        assert mapping["properties"]["terms"] == {"type": "keyword"}
+        assert store.term_frequencies([word]) is None  # a.md is still the old one's
+
+        rewritten = [chunk("a.md", 0, "Rebuild the index", locale="en")]
+        store.replace_sources(rewritten, records(rewritten, TINY))
+        assert store.term_frequencies([word]) == (2, {word: 2})
+    finally:
         store.reset()

@@ -165,6 +165,12 @@ def test_weighted_coverage_asks_the_index_for_the_questions_words_only() -> None
     assert len(asked) == 1
 
 
+def test_no_weighted_figure_when_the_store_cannot_count() -> None:
+    hits = [hit("Rebuild the index with --full.", "en", "ops.md")]
+    assert weighted_coverage("How do I rebuild the index?", hits, locale="en",
+                             frequencies=lambda _words: None) is None
+
+
 def test_the_weighted_floor_is_a_setting_with_its_default() -> None:
     assert compile_policy("developer_help",
                           Settings(_env_file=None)).min_weighted_coverage == 0.3
