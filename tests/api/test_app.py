@@ -119,6 +119,38 @@ def test_openapi_lists_both_paths(client: TestClient) -> None:
     assert spec["info"]["title"] == "ragplate"
 
 
+def test_the_openapi_document_requires_every_field_a_response_sends(
+        client: TestClient) -> None:
+    # Every response model is sent whole (no route leaves out an unset or null field), so
+    # each of its fields is required, nullable or not: a client generated from the document
+    # reads them as always there. A default would make the schema call the field optional.
+    spec = client.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    sent: set[str] = set()
+
+    def reached(node: object) -> None:
+        if isinstance(node, dict):
+            name = node.get("$ref", "").rpartition("/")[2]
+            if name and name not in sent:
+                sent.add(name)
+                reached(schemas[name])
+            for value in node.values():
+                reached(value)
+        elif isinstance(node, list):
+            for value in node:
+                reached(value)
+
+    for operations in spec["paths"].values():
+        for operation in operations.values():
+            reached(operation["responses"])
+
+    assert {"Health", "AppSearchHit", "ProposalOut", "ErrorBody"} <= sent
+    optional = {name: sorted(set(schemas[name].get("properties", {}))
+                             - set(schemas[name].get("required", [])))
+                for name in sent}
+    assert {name: fields for name, fields in optional.items() if fields} == {}
+
+
 def test_ragplate_errors_become_json_with_their_status(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:

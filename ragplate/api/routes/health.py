@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ragplate.api.deps import RuntimeDep
 from ragplate.api.errors import public_detail
@@ -22,7 +22,8 @@ class Health(BaseModel):
     database: str
     active_profile: str | None
     indexes: dict[str, int]
-    detail: str | None = None
+    # No default: always sent (null when all is well), so required in the OpenAPI document.
+    detail: str | None = Field(description="What is down; null when the status is ok.")
 
 
 @router.head("/health", include_in_schema=False, response_model=None)  # probes use HEAD
@@ -40,7 +41,8 @@ def health(runtime: RuntimeDep) -> Health | JSONResponse:
         return _unavailable(connection_lost(exc))
     except RagplateError as exc:
         return _unavailable(exc)
-    return Health(status="ok", database="ok", active_profile=profile.key, indexes=counts)
+    return Health(status="ok", database="ok", active_profile=profile.key, indexes=counts,
+                  detail=None)
 
 
 def _unavailable(exc: RagplateError) -> JSONResponse:

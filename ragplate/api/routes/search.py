@@ -53,10 +53,11 @@ class AppSearchHit(BaseModel):
                          "(below 1); with vectors the fused reciprocal-rank score (blended "
                          "with the reranker's in deep mode).")
     locale: str
+    # No default: always sent (null without a vector), so required in the OpenAPI document.
     similarity: float | None = Field(
-        default=None, description="The cosine similarity of the query with the record's "
-        "best vector, comparable across queries and modes; null in fast mode (no query "
-        "vector) and for a record without a vector of the serving model.")
+        description="The cosine similarity of the query with the record's best vector, "
+        "comparable across queries and modes; null in fast mode (no query vector) and for a "
+        "record without a vector of the serving model.")
 
 
 class SearchInfo(BaseModel):
