@@ -338,12 +338,14 @@ class Settings(BaseSettings):
     assistant_stream_workers: int = Field(
         default=8, ge=1, le=64,
         description="Streamed answers (POST /app/ai/agent) prepared at once by one API "
-        "process; one more is answered 503 before its stream opens.",
+        "process; one more is answered 503 before its stream opens, with Retry-After: 5 "
+        "(seconds: a slot is free again once an answer is stored).",
     )
     assistant_stream_per_person: int = Field(
         default=2, ge=1, le=16,
         description="Streamed answers one person may have in preparation at once; one more "
-        "is answered 429 (a stream the client left still counts until its answer is stored).",
+        "is answered 429 before its stream opens, with Retry-After: 5 (a stream the client "
+        "left still counts until its answer is stored).",
     )
     assistant_stream_keepalive_seconds: float = Field(
         default=10.0, gt=0, le=300,

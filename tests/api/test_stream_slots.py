@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 
 from ragplate.api.stream_slots import RETRY_AFTER_SECONDS, StreamSlots
 from ragplate.catalog.errors import ServiceError, TooManyRequestsError
+from ragplate.catalog.settings import Settings
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_a_person_over_their_bound_and_a_process_over_its_own_are_refused() -> None:
@@ -67,3 +71,18 @@ def test_a_refusal_says_when_to_ask_again_in_words_that_fit_the_count(
     assert str(too_many.value) == words
     assert too_many.value.retry_after == full.value.retry_after == RETRY_AFTER_SECONDS
     slots.executor.shutdown()
+
+
+@pytest.mark.parametrize(("setting", "status"), [
+    ("assistant_stream_workers", "503"), ("assistant_stream_per_person", "429")])
+def test_each_bound_says_what_a_refused_stream_gets_and_when_to_ask_again(
+        setting: str, status: str) -> None:
+    # The setting's description (--help, the settings' JSON Schema) and the README's
+    # configuration table, for an operator choosing the bound.
+    wait = f"Retry-After: {RETRY_AFTER_SECONDS}"
+    description = Settings.model_fields[setting].description or ""
+    row = next(line for line in README.read_text().splitlines()
+               if line.startswith(f"| `RAGPLATE_{setting.upper()}` |"))
+
+    for text in (description, row):
+        assert status in text and wait in text, text
