@@ -94,6 +94,22 @@ def test_readme_api_table_names_every_route(tmp_path: Path) -> None:
     assert [r for r in generic if not _documented(readme, *r)] == []
 
 
+def test_the_api_error_table_names_every_error_status_the_api_declares(
+        tmp_path: Path) -> None:
+    from ragplate.api.app import create_app
+
+    api = (ROOT / "docs" / "api.md").read_text()
+    section = api.split("\n## Errors\n", 1)[1].split("\n## ", 1)[0]
+    # The Status cell of each row of the section's table.
+    tabled = {int(code) for line in section.splitlines() if line.startswith("| ")
+              for code in re.findall(r"\b[45]\d\d\b", line.rsplit("|", 2)[1])}
+    paths = create_app(Settings(home=tmp_path)).openapi()["paths"]
+    declared = {int(code) for ops in paths.values() for op in ops.values()
+                for code in op["responses"] if code.isdigit() and int(code) >= 400}
+    assert {400, 401, 404, 422, 503} <= declared
+    assert sorted(declared - tabled) == []
+
+
 def test_readme_names_the_two_commands() -> None:
     readme = (ROOT / "README.md").read_text()
     assert "make run" in readme and "make test" in readme
