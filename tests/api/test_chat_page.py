@@ -404,10 +404,12 @@ def test_a_stream_cut_short_shows_the_answer_once_the_server_has_stored_it(
     expect(page.locator("#messages .message")).to_have_count(2)
 
 
-def refuse_the_stream(page: Page, status: int, body: dict[str, Any]) -> None:
-    """The assistant's stream answers every question with this JSON error."""
+def refuse_the_stream(page: Page, status: int, body: dict[str, Any],
+                      headers: dict[str, str] | None = None) -> None:
+    """The assistant's stream answers every question with this JSON error (and headers)."""
     page.route("**/app/ai/agent", lambda route: route.fulfill(
-        status=status, content_type="application/json", body=json.dumps(body)))
+        status=status, content_type="application/json", body=json.dumps(body),
+        headers=headers))
 
 
 def send(page: Page, question: str) -> None:
@@ -467,16 +469,16 @@ def test_a_second_question_while_two_answers_are_prepared_is_told_in_italian(
     server: AppServer, engine: sa.Engine, page: Page
 ) -> None:
     refuse_the_stream(page, 429, {
-        "error": "TooManyRequests",
+        "error": "TooManyRequestsError",
         "detail": "2 of your answers are still being prepared; send the next message when "
-                  "one has arrived"})
+                  "one has arrived"}, {"Retry-After": "5"})
     person = token(engine, locale="it")
     sign_in(page, server, person)
     send(page, QUESTION)
 
     expect(page.locator("#chat-error")).to_have_text(
         "La domanda precedente ha ancora una risposta in preparazione. Invia questa quando "
-        "quella risposta è arrivata.")
+        "quella risposta è arrivata, o riprova tra 5 secondi.")
     expect(page.locator("#composer-text")).to_have_value(QUESTION)
     expect(page.locator("#conversation-list > li")).to_have_count(0)
     assert stored_conversations(server, person) == []
@@ -488,14 +490,15 @@ def test_a_first_question_refused_leaves_no_conversation_and_a_retry_makes_it_ag
     refuse_the_stream(page, 503, {
         "error": "ServiceError",
         "detail": "the assistant is preparing as many answers as it can; try again in a "
-                  "moment"})
+                  "moment"}, {"Retry-After": "5"})
     person = token(engine)
     sign_in(page, server, person)
     send(page, QUESTION)
 
-    # Said in the person's language, not the server's English detail.
+    # Said in the person's language, not the server's English detail, with the wait the
+    # server names.
     expect(page.locator("#chat-error")).to_have_text(
-        "The assistant cannot answer right now. Try again in a moment.")
+        "The assistant cannot answer right now. Try again in 5 seconds.")
     expect(page.locator("#conversation-list > li")).to_have_count(0)
     expect(page.locator("#conversation-list-empty")).to_have_text("No conversations yet.")
     expect(page.locator("#conversation-title")).to_have_text("New conversation")
@@ -510,6 +513,31 @@ def test_a_first_question_refused_leaves_no_conversation_and_a_retry_makes_it_ag
     [kept] = stored_conversations(server, person)
     assert kept["title"] == QUESTION
     expect(page.locator("#conversation-list button")).to_have_attribute("data-id", kept["id"])
+
+
+@pytest.mark.parametrize(("status", "error", "retry_after", "said"), [
+    (429, "TooManyRequestsError", "1", "Your earlier question is still being answered. "
+     "Send this one when that answer has arrived, or try again in 1 second."),
+    (429, "TooManyRequestsError", None, "Your earlier question is still being answered. "
+     "Send this one when that answer has arrived."),
+    # A service that is down names no time (it lasts until the service is back), and a
+    # proxy's date is not read against this computer's clock.
+    (503, "DatabaseError", None, "The assistant cannot answer right now. Try again in a "
+     "moment."),
+    (503, "ServiceUnavailable", "Wed, 21 Oct 2026 07:28:00 GMT", "The assistant cannot "
+     "answer right now. Try again in a moment."),
+], ids=["one-second", "busy-without", "down-without", "a-date"])
+def test_a_refused_question_names_the_wait_its_retry_after_gives_in_seconds(
+    server: AppServer, engine: sa.Engine, page: Page, status: int, error: str,
+    retry_after: str | None, said: str
+) -> None:
+    refuse_the_stream(page, status, {"error": error, "detail": "refused"},
+                      {"Retry-After": retry_after} if retry_after else None)
+    sign_in(page, server, token(engine))
+    send(page, QUESTION)
+
+    expect(page.locator("#chat-error")).to_have_text(said)
+    expect(page.locator("#composer-text")).to_have_value(QUESTION)
 
 
 def test_a_question_the_network_never_carried_goes_back_to_the_composer(

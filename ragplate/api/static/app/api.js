@@ -8,13 +8,15 @@ const BASE = "/app/ai";
 /** The person's decisions on the writes the assistant proposed. */
 const WRITES = "/app/crud/update/ai/assistant-writes";
 
-/** An answer other than a success, or no answer at all (``status`` 0). */
+/** An answer other than a success, or no answer at all (``status`` 0); ``retryAfter``: the
+ * seconds its ``Retry-After`` header says to wait before asking again, or null. */
 export class ApiError extends Error {
-  constructor(status, error, detail) {
+  constructor(status, error, detail, retryAfter = null) {
     super(`${status} ${error}`);
     this.status = status;
     this.error = error;
     this.detail = detail;
+    this.retryAfter = retryAfter;
   }
 
   /** The detail as one line of text: a validation error's problems joined. */
@@ -31,6 +33,13 @@ export class ApiError extends Error {
   }
 }
 
+/** The seconds of a ``Retry-After`` header, or null. Only its delay-seconds form is read:
+ * the API sends no other, and a date would be read against this computer's clock. */
+export function retryAfterSeconds(value) {
+  const text = String(value ?? "").trim();
+  return /^\d{1,9}$/.test(text) ? Number(text) : null;
+}
+
 async function failure(response) {
   let body = null;
   try {
@@ -39,7 +48,8 @@ async function failure(response) {
     // A proxy's HTML error page, say: the status is all there is to say.
   }
   const error = body && typeof body.error === "string" ? body.error : response.statusText;
-  return new ApiError(response.status, error || "Error", body ? body.detail : null);
+  return new ApiError(response.status, error || "Error", body ? body.detail : null,
+    retryAfterSeconds(response.headers.get("Retry-After")));
 }
 
 async function send(token, method, path,

@@ -575,6 +575,11 @@ function startNewConversation() {
 
 // ---- Asking ------------------------------------------------------------------------------
 
+/** ``count`` seconds, in words of the page's language. */
+function seconds(count) {
+  return t(count === 1 ? "wait.second" : "wait.seconds", { count });
+}
+
 function messageOfError(error) {
   if (!(error instanceof ApiError)) {
     return t("error.unexpected", { status: "–", detail: String(error) });
@@ -583,10 +588,15 @@ function messageOfError(error) {
   if (error.status === 403) return t("signin.guest");
   if (error.status === 404) return t("conversation.missing");
   if (error.status === 413) return t("error.too_large");
-  // The server's detail is English; the page says it in the person's language.
-  if (error.status === 429) return t("error.busy");
+  // The server's detail is English; the page says it in the person's language, with the
+  // wait its Retry-After names (a refusal for want of a stream slot has one; a service
+  // that is down names none: it lasts until the service is back).
+  const wait = error.retryAfter > 0 ? { wait: seconds(error.retryAfter) } : null;
+  if (error.status === 429) return wait ? t("error.busy_retry", wait) : t("error.busy");
   // No stream slot free, or a service it needs away: either way, later.
-  if (error.status === 503) return t("error.unavailable");
+  if (error.status === 503) {
+    return wait ? t("error.unavailable_retry", wait) : t("error.unavailable");
+  }
   if (error.status === 400 || error.status === 422) {
     return t("error.invalid", { detail: error.describe() });
   }
