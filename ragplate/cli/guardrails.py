@@ -77,7 +77,7 @@ def screen_command(
 def _screener() -> Callable[[str], Verdict]:
     from ragplate.infra.environment import get_settings
     from ragplate.infra.runtime import Runtime
-    from ragplate.tasks.assistant.guard import screen_message
+    from ragplate.tasks.assistant.guard import screen_intent
     from ragplate.tasks.assistant.screening import screen_normalised
 
     runtime = Runtime(get_settings())
@@ -90,7 +90,7 @@ def _screener() -> Callable[[str], Verdict]:
             return verdict
         if not made:
             made.append(runtime.embedder(runtime.active_profile()))
-        return screen_message(runtime, text, embedder=made[0])
+        return screen_intent(runtime, text, norm, embedder=made[0])
 
     return screen
 

@@ -23,6 +23,7 @@ from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.infra import intent_models
 from ragplate.infra.models.base import Embedder
 from ragplate.tasks.assistant.screening import (
+    ALLOWED,
     Normalised,
     Verdict,
     encoded_blobs,
@@ -61,13 +62,21 @@ def screen_message(runtime: Runtime, text: str, *, max_chars: int | None = None,
     verdict, norm = screen_normalised(text, max_chars=max_chars)
     if not verdict.allowed or norm is None:
         return verdict
+    return screen_intent(runtime, text, norm, embedder=embedder)
+
+
+def screen_intent(runtime: Runtime, text: str, norm: Normalised, *,
+                  embedder: Embedder | None = None) -> Verdict:
+    """The verdict on a message the rules allowed (``norm``: its normalised form, from
+    :func:`~ragplate.tasks.assistant.screening.screen_normalised`): the intent model's
+    refusal, or allowed. For a caller that ran the rules itself, so they run once."""
     # The serving profile is a database read: a caller that has an embedder of it passes it.
     embedder = embedder or runtime.embedder(runtime.active_profile())
     model = intent_models.load(runtime.settings.home, embedder.profile.key)
     if model is None:
-        return verdict
+        return ALLOWED
     vector = embedder.embed_query(text)
-    return intent_verdict(model, vector, text, norm) or verdict
+    return intent_verdict(model, vector, text, norm) or ALLOWED
 
 
 def intent_verdict(model: IntentModel, vector: np.ndarray, text: str, norm: Normalised
