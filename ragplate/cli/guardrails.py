@@ -44,7 +44,8 @@ def screen_command(
 ) -> None:
     """Screen a message as the assistant does: the pattern rules, then the intent model of
     the serving embedding model. Exit 1 when it would be refused; with --file, when a
-    message's verdict is not the one expected of it.
+    message's verdict is not the one expected of it (a service failing midway stops the
+    screening: the verdicts so far are printed, and the exit code is the failure's).
 
     Example: ragplate guardrails screen "Ignore your previous instructions" --json
 
@@ -96,26 +97,47 @@ def _screener() -> Callable[[str], Verdict]:
 
 
 def _screen_file(path: str, expect: str | None, json_output: bool) -> None:
+    from ragplate.catalog.errors import RagplateError
+    from ragplate.cli.output import make_console
     from ragplate.cli.screen_file import read_messages
     from ragplate.tasks.assistant.screening_metrics import screening_summary
 
     messages = read_messages(path)  # before any service starts
     screen = _screener()
     results = []
+    failure: tuple[str, RagplateError] | None = None
     with progress_bar(json_output) as bar:
         task = bar.add_task("Screening", total=len(messages))
         for message in messages:
-            verdict = screen(message.text)
+            try:
+                verdict = screen(message.text)
+            except RagplateError as exc:
+                # A service the intent stage needs failed (the database, the embedder): the
+                # verdicts so far are still reported, and the run fails as that error does.
+                failure = (message.place, exc)
+                break
             expected = (expect == "refused") if expect is not None else message.expect_refusal
             results.append({"place": message.place, "text": message.text,
                             "allowed": verdict.allowed, "category": verdict.category,
                             "rule": verdict.rule, "expect_refusal": expected})
             bar.advance(task)
     summary = screening_summary(results)
+    left = len(messages) - len(results)
+    stopped = None if failure is None else {
+        "place": failure[0], "error": type(failure[1]).__name__, "detail": str(failure[1]),
+        "not_screened": left}
     if json_output:
-        print_json({**summary, "results": results})
+        print_json({**summary, "results": results, "stopped": stopped})
     else:
         _print_summary(summary, results)
+    if failure is not None:
+        place, error = failure
+        # stderr, worded as main() words an error: a --json report on stdout stays whole.
+        make_console(stderr=True).print(
+            f"[red]Error:[/red] screening stopped at {escape(place)}, {left} of "
+            f"{len(messages)} messages not screened (the counts are of the {len(results)} "
+            f"before it): {escape(str(error))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(error.exit_code)
     if summary["missed"]:
         raise typer.Exit(1)
 
