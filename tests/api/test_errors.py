@@ -154,6 +154,11 @@ def test_openapi_declares_the_error_responses(client: TestClient) -> None:
     assert "503" in paths["/health"]["get"]["responses"]
     streamed = paths["/app/ai/agent"]["post"]["responses"]
     assert all("Retry-After" in streamed[status]["headers"] for status in ("429", "503"))
+    # A list names no modification: nothing to find missing or already decided.
+    listed = paths["/app/crud/approvals"]["get"]["responses"]
+    assert "409" not in listed and "404" not in listed
+    assert {"404", "409"} <= set(
+        paths["/app/crud/approvals/{modification_id}/approve"]["post"]["responses"])
 
 
 def test_the_openapi_page_loads_only_bundled_assets(client: TestClient) -> None:

@@ -173,7 +173,8 @@ def _fields(body: StrictRequest) -> dict[str, Any]:
     return body.model_dump(exclude_unset=True)
 
 
-@router.get("/approvals", response_model=list[ModificationOut], responses=DECIDE_RESPONSES)
+@router.get("/approvals", response_model=list[ModificationOut],
+            responses={**AUTH_RESPONSES, **ERROR_RESPONSES})
 def list_approvals(person: MemberDep, _query: KnownQuery, crud: CrudDep
                    ) -> list[ModificationOut]:
     """Pending modifications this person may decide (their own excluded), oldest first."""
