@@ -216,8 +216,9 @@ def read_modification(conn: Connection, modification_id: uuid.UUID, *, lock: boo
 
 def modification_states(conn: Connection, modification_ids: Sequence[str], *,
                         requested_by: int) -> dict[str, dict[str, Any]]:
-    """``{id: {"status", "decided_at"}}`` of the modifications ``modification_ids`` that
-    exist and that ``requested_by`` requested (ids that are not UUIDs are left out)."""
+    """``{id: {"record_key", "status", "decided_at"}}`` of the modifications
+    ``modification_ids`` that exist and that ``requested_by`` requested (ids that are not
+    UUIDs are left out)."""
     wanted = []
     for value in modification_ids:
         try:
@@ -226,9 +227,9 @@ def modification_states(conn: Connection, modification_ids: Sequence[str], *,
             continue
     if not wanted:
         return {}
-    sql = ("SELECT id, status, decided_at FROM pending_modifications "
+    sql = ("SELECT id, record_key, status, decided_at FROM pending_modifications "
            "WHERE id = ANY(CAST(:ids AS uuid[])) AND requested_by = :user")
-    return {str(r.id): {"status": r.status,
+    return {str(r.id): {"record_key": r.record_key, "status": r.status,
                         "decided_at": None if r.decided_at is None else r.decided_at.isoformat()}
             for r in conn.execute(sa.text(sql), {"ids": wanted, "user": requested_by})}
 

@@ -191,8 +191,8 @@ def test_a_disapproved_write_reads_disapproved_and_other_statuses_have_no_approv
     assert client.get(f"{BASE}/{write['id']}", headers=member).json()["approvals"] is None
     decided = client.post(f"{BASE}/{write['id']}/confirm", headers=member).json()
     [modification] = decided["outcome"]["modification_ids"]
-    assert decided["approvals"] == [{"modification_id": modification, "status": "pending",
-                                     "decided_at": None}]
+    assert decided["approvals"] == [{"modification_id": modification, "record_key": str(key),
+                                     "status": "pending", "decided_at": None}]
     refused = client.post(f"/app/crud/approvals/{modification}/disapprove", headers=approver)
     assert refused.status_code == 200, refused.text
     [approval] = client.get(f"{BASE}/{write['id']}", headers=member).json()["approvals"]

@@ -468,12 +468,20 @@ def test_a_bulk_change_shows_its_approvers_decisions_as_they_come(
         page.locator("#conversation-list button").first.click()
         return card_of(page, write)
 
+    record = {a["modification_id"]: f"#{a['record_key']}" for a in held["approvals"]}
+    assert sorted(record.values()) == sorted(f"#{key}" for key in keys)
+
     decide(first, "approve")
     card = read_again()
     expect(card).to_have_attribute("data-approval", "approving")
     expect(card.locator(".proposal-status")).to_have_text("Waiting for approval")
     expect(card.locator(".proposal-outcome")).to_have_text(
         "Changes decided so far: 1 of 3 (approved: 1); the others wait for an approver.")
+    expect(card.locator(".proposal-records-approved")).to_have_text(
+        f"Approved: {record[first]}")
+    expect(card.locator(".proposal-records-pending")).to_have_text(
+        "Waiting for an approver: " + ", ".join(record[m] for m in others))
+    expect(card.locator(".proposal-records-disapproved")).to_have_count(0)
 
     for modification in others:
         decide(modification, "disapprove")
@@ -482,6 +490,9 @@ def test_a_bulk_change_shows_its_approvers_decisions_as_they_come(
     expect(card.locator(".proposal-status")).to_have_text("Partly approved")
     expect(card.locator(".proposal-outcome")).to_have_text(
         "Changes approved: 1 of 3; only those were made.")
+    expect(card.locator(".proposal-records-disapproved")).to_have_text(
+        "Not approved: " + ", ".join(record[m] for m in others))
+    expect(card.locator(".proposal-records-pending")).to_have_count(0)
     assert [ticket(server, approver, key)["status"] for key in keys] == [
         "closed", "open", "open"]
 

@@ -34,6 +34,8 @@ class ApprovalOut(BaseModel):
     """What an approver decided of one modification a confirmed write waits on."""
 
     modification_id: str
+    record_key: str | None = Field(
+        description="The record the modification changes; null for a record it creates.")
     status: Literal["pending", "approved", "disapproved"] = Field(
         description="approved: the change is applied; disapproved: nothing was written.")
     decided_at: str | None

@@ -74,10 +74,11 @@ def view(proposal: dict[str, Any], *, now: datetime | None = None,
 
 
 def approvals_of(conn: Connection, proposal: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """Per modification a ``pending_approval`` proposal made, in its order: its id, and
-    ``pending``, ``approved`` or ``disapproved`` with when; ``None`` for any other status.
-    The proposal keeps its status when an approver decides (the decision is the
-    modification's, read here), so a client sees an approved change as applied."""
+    """Per modification a ``pending_approval`` proposal made, in its order: its id, the
+    record it changes, and ``pending``, ``approved`` or ``disapproved`` with when; ``None``
+    for any other status. The proposal keeps its status when an approver decides (the
+    decision is the modification's, read here), so a client sees an approved change as
+    applied."""
     if proposal["status"] != "pending_approval":
         return None
     ids = [str(i) for i in (proposal["outcome"] or {}).get("modification_ids", [])]

@@ -273,6 +273,26 @@ function approvalOf(write) {
   return { state, approved, decided, count, decidedAt };
 }
 
+/** How many record keys a card names per decision before it says how many more. */
+const LISTED_RECORDS = 10;
+
+/** For a change of several records whose approvers decided some but not all alike: one
+ * line per decision naming its records (``[]`` otherwise: the outcome says it all). */
+function recordDecisions(write, approval) {
+  if (!approval || !["approving", "partly_approved"].includes(approval.state)) return [];
+  const keyed = write.approvals.filter((a) => a && a.record_key != null);
+  return ["approved", "disapproved", "pending"].flatMap((decision) => {
+    const keys = keyed.filter((a) => a.status === decision).map((a) => `#${a.record_key}`);
+    if (!keys.length) return [];
+    const shown = keys.slice(0, LISTED_RECORDS).join(", ");
+    const records = keys.length > LISTED_RECORDS
+      ? t("proposal.records.more", { records: shown, count: keys.length - LISTED_RECORDS })
+      : shown;
+    return [el("span", { className: `proposal-records-${decision}` },
+               t(`proposal.records.${decision}`, { records }))];
+  });
+}
+
 /** The card of one proposed write; its state is redrawn from the proposal each time the
  * server answers with it. */
 function proposalCard(write, { stored = false } = {}) {
@@ -375,6 +395,7 @@ function drawProposal(card) {
       : write.resolved_at);
     if (decided) details.push(t("proposal.decided", { time: decided }));
   }
+  details.push(...recordDecisions(write, approval));
   card.details.replaceChildren(...details.map((detail) => el("li", {}, detail)));
 
   const open = status === "proposed";
