@@ -69,17 +69,17 @@ rag_chunks = sa.Table(
     sa.Column("metadata", JSONB, nullable=False),
     sa.Column("embedding", Vector(), nullable=False),
     sa.Column("search", TSVECTOR, sa.Computed(DOCS_SEARCH_VECTOR, persisted=True)),
-    # The chunk's distinct words as ragplate reads them (``stores.lexical.term_counts``);
-    # NULL only for a row a writer of another release stored (counted as holding none).
+    # The terms the chunk is counted under (``stores.word_counts.counted_terms``); NULL only
+    # for a row a writer of an earlier release stored (counted as holding none).
     sa.Column("terms", ARRAY(sa.Text), nullable=True),
     sa.Index("ix_rag_chunks_source", "index_name", "model_key", "source"),
     sa.Index("ix_rag_chunks_search", "search", postgresql_using="gin"),
 )
 
-#: Per (index, model) and word, how many chunks hold the word in their ``terms`` (under the
-#: empty word, how many chunks the index holds): kept by
-#: statement triggers on ``rag_chunks`` (migration 0016), so every insert and delete, by
-#: whatever path, keeps it exact; the assistant's coverage check weighs words by it.
+#: Per (index, model) and term, how many chunks hold it in their ``terms`` (``""``: every
+#: chunk; see ``stores.word_counts``): kept by statement triggers on ``rag_chunks`` on every
+#: insert, delete, update and truncate (migration 0016), each writer of an index counting
+#: after the one before; the assistant's coverage check weighs words by it.
 rag_term_counts = sa.Table(
     "rag_term_counts",
     metadata,

@@ -1,6 +1,7 @@
 """A reusable contract every driver offering :class:`TermStatistics` must pass: how many
-chunks hold a word, read as keyword search reads them (each chunk in its locale's language,
-stems and folded accents, its source label and breadcrumb included).
+chunks hold a word, read as the assistant reads a hit beside a question (each chunk in its
+locale's language, or the one its text tells; stems and folded accents, its source label
+and breadcrumb included).
 
 Subclass :class:`TermStatisticsContract` with the same ``store_factory`` fixture as the
 vector contract."""
@@ -99,3 +100,27 @@ class TermStatisticsContract:
         assert cast(TermStatistics, developer).term_frequencies([word]) == (1, {word: 1})
         assert cast(TermStatistics, user).term_frequencies([word]) == (2, {word: 2})
         assert cast(TermStatistics, other).term_frequencies([word]) == (1, {word: 0})
+
+    def test_a_chunk_without_a_locale_is_counted_in_the_language_its_text_tells(
+            self, store_factory: StoreFactory) -> None:
+        """As the assistant reads such a hit: "Rebuilding" is the stem "rebuild" there."""
+        store: DocumentStore = store_factory("developer", TINY)
+        load(store, [chunk("a.md", 0, "Rebuilding the index after the upgrade", locale="und"),
+                     chunk("b.md", 0, "IReranker ISearchPlanner", locale="und")])
+        asked = tokens("rebuild upgrade ireranker", "english")
+
+        assert cast(TermStatistics, store).term_frequencies(asked) == (
+            2, dict(zip(asked, [1, 1, 1], strict=True)))
+
+    def test_a_word_too_long_to_be_one_is_not_counted(
+            self, store_factory: StoreFactory) -> None:
+        """PostgreSQL's text search drops a word of 2,047 bytes or more, and no index could
+        hold it as a key: a chunk holding one (a hex blob) is written and counted without
+        it."""
+        store: DocumentStore = store_factory("developer", TINY)
+        blob = "ab12" * 750
+        load(store, [chunk("a.md", 0, f"Rebuild with the key {blob}", locale="en")])
+        asked = [*tokens("rebuild", "english"), blob]
+
+        assert cast(TermStatistics, store).term_frequencies(asked) == (
+            1, dict(zip(asked, [1, 0], strict=True)))

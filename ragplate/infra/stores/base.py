@@ -135,8 +135,9 @@ class TermStatistics(Protocol):
         """The number of chunks of this index and profile, and for each of ``terms`` (words
         as :func:`~ragplate.infra.stores.lexical.tokens` gives them: folded, stemmed in a
         chunk's language) how many chunks hold it in their text, source label or heading
-        breadcrumb, each chunk read by :func:`~ragplate.infra.stores.lexical.term_counts`
-        (not by the store's own text search, which keeps paths and versions whole).
+        breadcrumb, each chunk read as the assistant reads a hit
+        (:func:`~ragplate.infra.stores.word_counts.counted_terms`; not as the store's own
+        text search reads it, which keeps paths and versions whole).
         ``None`` when the store cannot tell (an Elasticsearch index holding chunks written
         before they carried their words)."""
 

@@ -43,7 +43,8 @@ from ragplate.infra.stores.base import (
     matches,
     rank_hits,
 )
-from ragplate.infra.stores.lexical import FIELD_BOOST, chunk_language, field_text, term_counts
+from ragplate.infra.stores.lexical import FIELD_BOOST, chunk_language, field_text
+from ragplate.infra.stores.word_counts import counted_terms, counts_of, reading_mark
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
@@ -60,8 +61,6 @@ _HIT_FIELDS = {"includes": ["source", "ordinal", "text", "metadata"]}
 _LABEL_FIELDS = {None: "source", "safe_source_label": "safe_source_label"}
 _WORDS = re.compile(r"[\W_]+")
 _KEYWORD_FILTERS = ("audience", "module", "locale", "source_type", "safe_source_label")
-#: Indexes already named in the log for holding chunks without their words (once each).
-_UNCOUNTED_WARNED: set[str] = set()
 
 
 def score_to_similarity(similarity: str, score: float) -> float:
@@ -88,9 +87,9 @@ def chunk_document(chunk: EmbeddedChunk, generation: str) -> dict[str, Any]:
         # Words of a label split as the other drivers split them ("reminders.md" is two).
         f"label_{language}": _WORDS.sub(" ", field_text(c.source, meta)),
         "embedding": [float(x) for x in np.asarray(chunk.embedding).reshape(-1)],
-        # Its words as the question is read, and "" which every chunk holds (its count is
-        # the index's chunk count; a chunk without the field was written before).
-        "terms": ["", *sorted(term_counts(c.source, c.text, meta))],
+        # The terms the assistant's word counts count it under (a chunk without the
+        # field was written by an earlier release).
+        "terms": counted_terms(c.source, c.text, meta),
         # ``true`` only, not the string "true": the filter semantics of ``base.matches``.
         "cross_cutting_user": meta.get("cross_cutting_user") is True,
     }
@@ -326,28 +325,24 @@ class ElasticsearchStore:
 
     def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]] | None:
         """The number of chunks, and how many hold each of ``terms`` (one aggregation over
-        the words each chunk was written with); ``None`` while the index holds a chunk
-        written before chunks carried their words (``index-docs --full`` rewrites them)."""
-        wanted = ["", *(t for t in dict.fromkeys(terms) if t)]
-        # One named filter per word: exact counts, however many words the index holds.
-        words = {f"w{n}": term("terms", word) for n, word in enumerate(wanted)}
+        the terms each chunk was written with); ``None`` while the index holds a chunk
+        written without its terms or read by another release (``index-docs --full``
+        writes them again)."""
+        wanted = ["", reading_mark(), *(t for t in dict.fromkeys(terms) if t)]
+        # One named filter per term: exact counts, however many terms the index holds.
+        filters = {f"t{n}": term("terms", word) for n, word in enumerate(wanted)}
         found = call_or_none(lambda: self.client.search(
             index=self.name, size=0, query=term("doc_type", "chunk"), aggregations={
-                "words": {"filters": {"filters": words}},
-                "uncounted": {"missing": {"field": "terms"}}}), self.name)
+                "terms": {"filters": {"filters": filters}},
+                "unread": {"missing": {"field": "terms"}}}), self.name)
         if found is None:
             return 0, dict.fromkeys(terms, 0)
         aggregations = found["aggregations"]
-        if int(aggregations["uncounted"]["doc_count"]):
-            if self.name not in _UNCOUNTED_WARNED:
-                _UNCOUNTED_WARNED.add(self.name)
-                _log.warning("Elasticsearch index %s holds chunks written without their "
-                             "words: the assistant weighs every word alike until "
-                             "`ragplate index-docs --full` rewrites them", self.name)
-            return None
-        buckets = aggregations["words"]["buckets"]
-        counts = {word: int(buckets[f"w{n}"]["doc_count"]) for n, word in enumerate(wanted)}
-        return counts.pop(""), {t: counts.get(t, 0) if t else 0 for t in terms}
+        buckets = aggregations["terms"]["buckets"]
+        counts = {word: int(buckets[f"t{n}"]["doc_count"]) for n, word in enumerate(wanted)}
+        # A chunk written without terms counts as one the current reading did not read.
+        counts[""] += int(aggregations["unread"]["doc_count"])
+        return counts_of(counts, terms, where=f"Elasticsearch index {self.name}")
 
     def _hits(self, found: Any, convert: bool) -> list[StoreHit]:
         hits = []

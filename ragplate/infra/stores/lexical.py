@@ -42,6 +42,9 @@ FIELD_BOOST = 2
 
 # Letters and digits of any script, as PostgreSQL's parser reads words.
 _TOKEN = re.compile(r"[^\W_]+")
+#: A word this long or longer (UTF-8 bytes) is not a word: PostgreSQL's ``to_tsvector``
+#: drops it, and no index could hold it as a key.
+MAX_WORD_BYTES = 2047
 #: Used when the server's text-search data cannot be read (see :func:`stop_words`).
 STOP_WORDS: frozenset[str] = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for", "from",
@@ -128,8 +131,10 @@ def _stem(word: str, name: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """The words of ``text`` as :func:`tokens` reads them, before stop words and stems."""
-    return _TOKEN.findall(fold(text))
+    """The words of ``text`` as :func:`tokens` reads them, before stop words and stems
+    (none of :data:`MAX_WORD_BYTES` bytes or more)."""
+    return [w for w in _TOKEN.findall(fold(text))
+            if len(w) * 4 < MAX_WORD_BYTES or len(w.encode()) < MAX_WORD_BYTES]
 
 
 def tokens(text: str, name: str = SIMPLE) -> list[str]:

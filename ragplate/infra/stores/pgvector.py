@@ -38,8 +38,8 @@ from ragplate.infra.stores.base import (
     check_sources_cover,
     rank_hits,
 )
-from ragplate.infra.stores.lexical import term_counts
 from ragplate.infra.stores.pg_keyword import TERM_COUNTS_SQL, keyword_sql
+from ragplate.infra.stores.word_counts import counted_terms, counts_of, reading_mark
 
 _COPY = (
     "COPY rag_chunks (index_name, model_key, source, ordinal, text, metadata, embedding, "
@@ -71,6 +71,14 @@ _PERMISSIONS = (
 )
 
 
+#: The transaction lock of one (index, model)'s word counts (its first key; the second is
+#: ``hashtext('<index>/<model>')``): migration 0016's triggers take it before they count, a
+#: write of this store before it locks any row, so two writers of one index never wait on
+#: each other in opposite orders.
+COUNTS_LOCK_SPACE = 7311
+_COUNTS_LOCK = sa.text("SELECT pg_advisory_xact_lock(:space, hashtext(:pair))")
+
+
 def hnsw_index_name(index: str, model_key: str) -> str:
     """Name of the partial HNSW index of one (index, model)."""
     return "rag_chunks_hnsw_" + hashlib.sha1(f"{index}|{model_key}".encode()).hexdigest()[:12]
@@ -78,8 +86,9 @@ def hnsw_index_name(index: str, model_key: str) -> str:
 
 def _binary_copy(index: str, model_key: str, items: Sequence[EmbeddedChunk]) -> bytes:
     """The chunk rows of one (index, model) for the binary COPY into ``rag_chunks``, each
-    with its distinct words as keyword search reads them (``terms``: what the index's
-    ``rag_term_counts`` count, kept by triggers)."""
+    with the terms it is counted under (``terms``, see
+    :mod:`~ragplate.infra.stores.word_counts`: what the index's ``rag_term_counts`` count,
+    kept by triggers)."""
     head = (copy_field(index.encode()), copy_field(model_key.encode()))
     rows = []
     for item in items:
@@ -89,8 +98,8 @@ def _binary_copy(index: str, model_key: str, items: Sequence[EmbeddedChunk]) -> 
                      copy_field(struct.pack(">i", chunk.ordinal)),
                      copy_field(chunk.text.encode()), copy_field(meta),
                      vector_field(item.embedding),
-                     text_array_field(sorted(term_counts(chunk.source, chunk.text,
-                                                         chunk.metadata)))))
+                     text_array_field(counted_terms(chunk.source, chunk.text,
+                                                    chunk.metadata))))
     return binary_copy(rows)
 
 
@@ -198,6 +207,7 @@ class PgvectorStore:
                 f"chunks cannot be stored (JSON metadata, int4 ordinal): {exc}"
             ) from exc
         with self._transaction() as conn:
+            self._lock_counts(conn)
             indexed, had_rows = self._state(conn)
             if drop:
                 self._delete(conn, drop)
@@ -211,6 +221,10 @@ class PgvectorStore:
         # A first load stays index-free (build once later); later writes keep it current.
         if had_rows and not indexed:
             self.ensure_search_index()
+
+    def _lock_counts(self, conn: sa.Connection) -> None:
+        conn.execute(_COUNTS_LOCK, {"space": COUNTS_LOCK_SPACE,
+                                    "pair": f"{self.index}/{self.profile.key}"})
 
     def _upsert_sources(self, conn: sa.Connection, sources: Sequence[SourceRecord]) -> None:
         # Last record wins, like a dict update; ON CONFLICT refuses duplicates in one VALUES.
@@ -245,6 +259,7 @@ class PgvectorStore:
         if not names:
             return 0
         with self._transaction() as conn:
+            self._lock_counts(conn)
             return self._delete(conn, names)
 
     def sources(self) -> dict[str, SourceRecord]:
@@ -352,17 +367,17 @@ class PgvectorStore:
                 conn.execute(sa.text(statement))
             return "\n".join(r[0] for r in conn.execute(sa.text("EXPLAIN " + sql), params))
 
-    def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]] | None:
         """The number of chunks, and how many hold each of ``terms``: read from the
-        per-(index, model) counts the chunks' writes and deletes keep, one row per word
-        (so a common word costs no more than a rare one) and the chunk count under the
-        empty word."""
-        wanted = [t for t in dict.fromkeys(terms) if t]
+        per-(index, model) counts the chunks' writes and deletes keep, one row per term
+        (so a common word costs no more than a rare one); ``None`` while some chunk was
+        read by another release (see :func:`~ragplate.infra.stores.word_counts.counts_of`)."""
+        asked = ["", reading_mark(), *(t for t in dict.fromkeys(terms) if t)]
         with self._transaction() as conn:
             rows = conn.execute(sa.text(TERM_COUNTS_SQL), {
-                "i": self.index, "k": self.profile.key, "terms": ["", *wanted]}).all()
-        found = {str(r.term): int(r.chunks) for r in rows}
-        return found.pop("", 0), {t: found.get(t, 0) if t else 0 for t in terms}
+                "i": self.index, "k": self.profile.key, "terms": asked}).all()
+        return counts_of({str(r.term): int(r.chunks) for r in rows}, terms,
+                         where=f"pgvector index {self.index}/{self.profile.key}")
 
     def count(self) -> int:
         """Number of chunks in this index for this profile."""
@@ -374,6 +389,7 @@ class PgvectorStore:
         """Delete this (index, model)'s rows and drop its HNSW index."""
         with self._transaction() as conn:
             conn.execute(self._lock)
+            self._lock_counts(conn)
             conn.execute(sa.text(f"DELETE FROM rag_chunks WHERE {self._scope}"))
             conn.execute(sa.text(f"DELETE FROM rag_sources WHERE {self._scope}"))
             conn.execute(sa.text(f"DROP INDEX IF EXISTS {self.index_name}"))

@@ -28,6 +28,7 @@ from ragplate.infra.stores.base import (
     similarity_score,
 )
 from ragplate.infra.stores.lexical import bm25_scores, chunk_language, query_terms, term_counts
+from ragplate.infra.stores.word_counts import counted_terms, counts_of
 
 
 @dataclass(frozen=True)
@@ -157,15 +158,16 @@ class ChunkTable:
                                  copy.deepcopy(row.metadata), score))
         return rank_hits(hits, top_k)
 
-    def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """The number of rows, and per term how many rows hold it (read in each row's
-        language, as keyword search reads them); counted once per table snapshot."""
+    def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]] | None:
+        """The number of rows, and per term how many rows hold it (each row read as the
+        stores count it, :func:`~ragplate.infra.stores.word_counts.counted_terms`);
+        counted once per table snapshot."""
         if self._document_frequencies is None:
             counted: Counter[str] = Counter()
             for row in self.rows:
-                counted.update(term_counts(row.source, row.text, row.metadata).keys())
+                counted.update(counted_terms(row.source, row.text, row.metadata))
             self._document_frequencies = counted
-        return len(self.rows), {t: self._document_frequencies[t] for t in terms}
+        return counts_of(self._document_frequencies, terms, where="the local store")
 
     def chunk_count(self, sources: Iterable[str]) -> int:
         """How many rows belong to ``sources``."""
@@ -219,7 +221,7 @@ class TableReads:
             table = self._table()
         return table.keyword_search(query, top_k, filters, label_key)
 
-    def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]] | None:
         """The number of chunks, and how many hold each of ``terms``."""
         with self._guard:
             table = self._table()

@@ -19,11 +19,12 @@ chunks written before they carried their words;
 frozen?" shares "safe" with a page, two of its five words by count, but "safe" is common and
 "chicken" and "frozen" are in no page; a documentation question shares the words that
 single its page out. Over the laraplate questions with ragplate's docs beside, on the half
-the threshold was not chosen on, it let 3 of 7 answered English everyday questions through,
-and kept 67 of 69 answered documentation questions (49 of the 50 citing an expected page).
+the threshold was not chosen on, it let 2 of 6 answered English everyday questions through,
+and kept 66 of 69 answered documentation questions (49 of the 50 citing an expected page).
 The question's words are read here as the store's counts read every chunk when it was
-written (:func:`~ragplate.infra.stores.lexical.term_counts`, one function for both), so a
-path, a version number or a stem is counted as the question reads it. On the user index
+written (:func:`~ragplate.infra.stores.word_counts.counted_terms`, which reads a hit as
+this module does), so a path, a version number or a stem is counted as the question reads
+it. On the user index
 every word weighs alike: its counts would include pages the person may not see.
 
 Words can only be compared within one language: the question's language is guessed from
@@ -37,55 +38,13 @@ check does not apply: the floor stays the only relevance check there.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 
-from ragplate.catalog.text_search import LANGUAGES, SIMPLE, language
-from ragplate.infra.stores.lexical import (
-    STOP_WORDS,
-    chunk_language,
-    fold,
-    stop_words,
-    tokens,
-    words,
-)
+from ragplate.catalog.text_search import SIMPLE, language
+from ragplate.infra.stores.lexical import chunk_language, tokens, words
+from ragplate.infra.stores.word_counts import guess_language, stop_lists
 from ragplate.tasks.retrieval.documentation import Hit
-
-logger = logging.getLogger(__name__)
-
-
-@lru_cache(maxsize=1)
-def _stop_lists() -> dict[str, frozenset[str]]:
-    """Each language's stop words, folded as the words of a text are (``è`` -> ``e``),
-    for the languages that have a list (Romanian has none). Without the server's lists
-    there is nothing to tell languages by: the short English fallback list would take an
-    Italian question with an "a" or an "in" for English, so no language is told and the
-    check does not apply."""
-    if all(stop_words(name) is STOP_WORDS for name in LANGUAGES.values()):
-        logger.warning("no text-search stop word lists: the assistant's coverage check is "
-                       "off (the questions' language cannot be told)")
-        return {}
-    lists = {name: frozenset(fold(word) for word in stop_words(name))
-             for name in sorted(set(LANGUAGES.values()))}
-    return {name: stops for name, stops in lists.items() if stops}
-
-
-def guess_language(text: str, *, prefer: str | None = None) -> str | None:
-    """The language (a Snowball stemmer's name) whose stop words ``text`` holds most;
-    among languages holding as many, ``prefer`` when it is one of them; ``None`` when
-    ``text`` holds no stop word or the tie stays (a bare identifier)."""
-    read = words(text)
-    counts = {name: sum(1 for word in read if word in stops)
-              for name, stops in _stop_lists().items()}
-    best = max(counts.values(), default=0)
-    if best == 0:
-        return None
-    leaders = [name for name, count in counts.items() if count == best]
-    if len(leaders) == 1:
-        return leaders[0]
-    return prefer if prefer in leaders else None
 
 
 def hit_language(hit: Hit) -> str | None:
@@ -100,7 +59,7 @@ def _content_words(question: str, name: str) -> set[str]:
     """The question's words, stemmed, without the language's stop words, accented ones
     included (``perché``, ``più``): :func:`tokens` drops them as PostgreSQL does, unfolded,
     which keeps those as words."""
-    stops = _stop_lists()[name]
+    stops = stop_lists()[name]
     return set(tokens(" ".join(w for w in words(question) if w not in stops), name))
 
 

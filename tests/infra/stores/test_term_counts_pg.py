@@ -14,10 +14,10 @@ import pytest
 import sqlalchemy as sa
 
 from ragplate.infra import database, postgres
-from ragplate.infra.stores.lexical import term_counts
 from ragplate.infra.stores.pg_sources import remove_sources
 from ragplate.infra.stores.pgvector import PgvectorStore, prune_other_models
-from tests.testing.document_store_contract import OTHER, TINY, load
+from ragplate.infra.stores.word_counts import counted_terms
+from tests.testing.document_store_contract import OTHER, TINY, load, records
 from tests.testing.keyword_search_contract import chunk
 
 pytestmark = pytest.mark.integration
@@ -53,14 +53,14 @@ def stored_counts(engine: sa.Engine) -> Counts:
 
 
 def recounted(engine: sa.Engine) -> Counts:
-    """The counts read afresh from every chunk's text, as the writers read it, and each
-    index's chunk count under the empty word."""
+    """The counts read afresh from every chunk's text, as the writers read it."""
     counted: Counter[tuple[str, str, str]] = Counter()
     with engine.connect() as conn:
         for r in conn.execute(sa.text(
                 "SELECT index_name, model_key, source, text, metadata FROM rag_chunks")):
+            metadata = r.metadata if isinstance(r.metadata, dict) else {}
             counted.update((r.index_name, r.model_key, term)
-                           for term in ["", *term_counts(r.source, r.text, r.metadata)])
+                           for term in counted_terms(r.source, r.text, metadata))
     return dict(counted)
 
 
@@ -88,7 +88,7 @@ def test_every_path_that_deletes_chunks_keeps_the_counts(
     assert {model for _, model, _ in stored_counts(engine)} == {TINY.key}
 
     # No writer updates a chunk today; one that does keeps the counts as well.
-    terms = sorted(term_counts("b.md", "Pages only", {"locale": "en"}))
+    terms = counted_terms("b.md", "Pages only", {"locale": "en"})
     with engine.begin() as conn:
         conn.execute(sa.text(
             "UPDATE rag_chunks SET text = 'Pages only', metadata = '{\"locale\": \"en\"}', "
@@ -155,3 +155,146 @@ def test_the_migration_goes_back_and_forth(own_engine: tuple[sa.Engine, str]) ->
 
     assert stored_counts(engine)[("developer", TINY.key, "index")] == 2
     assert stored_counts(engine) == recounted(engine)
+
+
+def _insert(conn: sa.Connection, source: str, text: str) -> None:
+    conn.execute(sa.text(
+        "INSERT INTO rag_chunks (index_name, model_key, source, ordinal, text, metadata, "
+        "embedding, terms) VALUES ('developer', :k, :s, 0, :t, '{\"locale\": \"en\"}', "
+        "'[1,0,0,0]', :terms)"),
+        {"k": TINY.key, "s": source, "t": text,
+         "terms": counted_terms(source, text, {"locale": "en"})})
+
+
+def test_two_writers_of_one_index_count_one_after_the_other(
+        own_engine: tuple[sa.Engine, str]) -> None:
+    """A delete that waits for another writer's insert of the same word counts from what
+    that writer committed (a statement's snapshot taken before it would lose it), and two
+    deletes of the two chunks holding a word leave nothing."""
+    import threading
+
+    engine, _ = own_engine
+    database.upgrade(engine)
+    with engine.begin() as conn:
+        _insert(conn, "a.md", "Rebuild the index")
+        _insert(conn, "c.md", "Index pages")
+    with engine.connect() as writer:
+        writer.begin()
+        _insert(writer, "b.md", "The index again")  # not committed yet
+        deleted = threading.Thread(target=lambda: _delete(engine, "a.md"))
+        deleted.start()
+        deleted.join(timeout=1.0)
+        assert deleted.is_alive()  # waits for the writer's lock on the index
+        writer.commit()
+    deleted.join(timeout=30)
+    assert stored_counts(engine) == recounted(engine)
+    assert stored_counts(engine)[("developer", TINY.key, "index")] == 2
+
+    both = [threading.Thread(target=lambda s=s: _delete(engine, s)) for s in ("b.md", "c.md")]
+    for thread in both:
+        thread.start()
+    for thread in both:
+        thread.join(timeout=30)
+    assert stored_counts(engine) == recounted(engine) == {}
+
+
+def _delete(engine: sa.Engine, source: str) -> None:
+    with engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM rag_chunks WHERE source = :s"), {"s": source})
+
+
+def test_many_writers_of_one_index_keep_the_counts_exact(
+        own_engine: tuple[sa.Engine, str]) -> None:
+    """Four threads replacing overlapping sources of one (index, model) with overlapping
+    words: no deadlock, and the counts equal a recount."""
+    import random
+    import threading
+
+    engine, _ = own_engine
+    database.upgrade(engine)
+    store = PgvectorStore("developer", TINY, engine)
+    vocabulary = ["index", "rebuild", "page", "source", "model", "upgrade", "switch", "prune",
+                  "token", "chunk"]
+    failures: list[BaseException] = []
+
+    def write(seed: int) -> None:
+        chooser = random.Random(seed)
+        try:
+            for _ in range(15):
+                source = f"s{chooser.randrange(6)}.md"
+                pieces = [chunk(source, n, " ".join(chooser.sample(vocabulary, 4)),
+                                locale="en") for n in range(chooser.randrange(1, 4))]
+                store.replace_sources(pieces, records(pieces, TINY))
+        except BaseException as exc:  # collected: a thread's failure must fail the test
+            failures.append(exc)
+
+    threads = [threading.Thread(target=write, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert failures == []
+    assert stored_counts(engine) == recounted(engine)
+
+
+def test_an_index_read_by_another_release_gives_no_counts_until_written_again(
+        own_engine: tuple[sa.Engine, str], caplog: pytest.LogCaptureFixture) -> None:
+    engine, _ = own_engine
+    database.upgrade(engine)
+    store = PgvectorStore("developer", TINY, engine)
+    load(store, [chunk("a.md", 0, "Rebuild the index", locale="en")])
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO rag_chunks (index_name, model_key, source, ordinal, text, metadata, "
+            "embedding, terms) VALUES ('developer', :k, 'b.md', 0, 'Index pages', "
+            "'{\"locale\": \"en\"}', '[1,0,0,0]', ARRAY['', ' reading:0000', 'index'])"),
+            {"k": TINY.key})
+    with caplog.at_level("WARNING"):
+        assert store.term_frequencies(["index"]) is None
+        assert store.term_frequencies(["index"]) is None
+    assert sum("index-docs --full" in r.getMessage() for r in caplog.records) == 1
+
+    again = [chunk("b.md", 0, "Index pages", locale="en")]
+    store.replace_sources(again, records(again, TINY))
+    assert store.term_frequencies(["index"]) == (2, {"index": 2})
+
+
+def test_truncating_the_chunks_empties_the_counts(own_engine: tuple[sa.Engine, str]) -> None:
+    engine, _ = own_engine
+    database.upgrade(engine)
+    load(PgvectorStore("developer", TINY, engine),
+         [chunk("a.md", 0, "Rebuild the index", locale="en")])
+    with engine.begin() as conn:
+        conn.execute(sa.text("TRUNCATE rag_chunks, rag_sources"))
+    assert stored_counts(engine) == {}
+
+
+def test_the_migration_keeps_the_vector_indexes_and_reads_odd_metadata(
+        own_engine: tuple[sa.Engine, str]) -> None:
+    """The upgrade rewrites every row under its HNSW index; a chunk whose metadata is not
+    an object is read as having none."""
+    engine, _ = own_engine
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO rag_chunks (index_name, model_key, source, ordinal, text, metadata, "
+            "embedding) VALUES ('developer', :k, 'a.md', 0, 'Rebuild the index', "
+            "'\"x\"', '[1,0,0,0]')"), {"k": TINY.key})
+    store = PgvectorStore("developer", TINY, engine)
+    store.ensure_search_index()
+    assert store.has_search_index()
+
+    database.upgrade(engine)
+
+    assert store.has_search_index()
+    assert stored_counts(engine) == recounted(engine)
+    assert store.term_frequencies(["index"]) == (1, {"index": 1})
+
+
+def test_the_stores_lock_is_the_triggers() -> None:
+    from importlib import import_module
+
+    from ragplate.infra.stores import pgvector
+
+    migration = import_module("ragplate.infra.migrations.versions.0016_docs_term_counts")
+    assert migration.LOCK_SPACE == pgvector.COUNTS_LOCK_SPACE
+    assert "hashtext(p.index_name || '/' || p.model_key)" in migration._LOCK

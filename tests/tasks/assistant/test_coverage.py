@@ -9,9 +9,8 @@ import pytest
 
 from ragplate.catalog.assistant import compile_policy
 from ragplate.catalog.settings import Settings
-from ragplate.infra.stores import lexical
+from ragplate.infra.stores import lexical, word_counts
 from ragplate.infra.stores.lexical import STOP_WORDS
-from ragplate.tasks.assistant import coverage
 from ragplate.tasks.assistant.coverage import (
     guess_language,
     hit_language,
@@ -112,7 +111,7 @@ def test_accented_stop_words_are_not_content_words() -> None:
 
 def test_without_the_servers_text_search_data_no_language_is_told(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    caches = (lexical.stop_words, lexical._unaccent, coverage._stop_lists)
+    caches = (lexical.stop_words, lexical._unaccent, word_counts.stop_lists)
     monkeypatch.setattr(lexical, "_tsearch_data", lambda: None)
     for cache in caches:
         cache.cache_clear()
@@ -123,7 +122,7 @@ def test_without_the_servers_text_search_data_no_language_is_told(
         assert guess_language("How do I rebuild the documentation index?") is None
         assert question_coverage("Is it safe to cook chicken straight from frozen?",
                                  [INDEXING]) is None
-        assert "coverage check is off" in caplog.text
+        assert "cannot be told" in caplog.text
     finally:
         for cache in caches:
             cache.cache_clear()
