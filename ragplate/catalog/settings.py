@@ -322,8 +322,8 @@ class Settings(BaseSettings):
         "rare it is among the developer index's chunks (inverse document frequency): an "
         "everyday question shares common words with a page, a documentation question the "
         "rare ones. Less and the extractive answer abstains. Applies on the developer index "
-        "(not on the user index, nor on an Elasticsearch index holding chunks written "
-        "before they carried their words, until `index-docs --full`). 0.30 was chosen on "
+        "(not on the user index, nor on an index holding chunks whose words another "
+        "release counted or that carry none, until `index-docs --full`). 0.30 was chosen on "
         "half of the laraplate documentation and everyday questions; 0 turns it off.",
     )
     assistant_max_documents: int = Field(
