@@ -12,6 +12,7 @@ from typing import cast
 
 from ragplate.infra.stores.base import DocumentStore, TermStatistics
 from ragplate.infra.stores.lexical import tokens
+from ragplate.infra.stores.word_counts import qualified
 from tests.testing.document_store_contract import OTHER, TINY, StoreFactory, load, records
 from tests.testing.keyword_search_contract import chunk
 
@@ -103,14 +104,19 @@ class TermStatisticsContract:
 
     def test_a_chunk_without_a_locale_is_counted_in_the_language_its_text_tells(
             self, store_factory: StoreFactory) -> None:
-        """As the assistant reads such a hit: "Rebuilding" is the stem "rebuild" there."""
+        """As the assistant reads such a hit: "Rebuilding" is the stem "rebuild" there. One
+        whose language cannot be told (identifiers) is read in the question's language:
+        it is counted under each language's reading, qualified by the language."""
         store: DocumentStore = store_factory("developer", TINY)
         load(store, [chunk("a.md", 0, "Rebuilding the index after the upgrade", locale="und"),
                      chunk("b.md", 0, "IReranker ISearchPlanner", locale="und")])
-        asked = tokens("rebuild upgrade ireranker", "english")
+        [english] = tokens("ireranker", "english")
+        [italian] = tokens("ireranker", "italian")
+        asked = [*tokens("rebuild upgrade", "english"), english,
+                 qualified("english", english), qualified("italian", italian)]
 
         assert cast(TermStatistics, store).term_frequencies(asked) == (
-            2, dict(zip(asked, [1, 1, 1], strict=True)))
+            2, dict(zip(asked, [1, 1, 0, 1, 1], strict=True)))
 
     def test_a_word_too_long_to_be_one_is_not_counted(
             self, store_factory: StoreFactory) -> None:

@@ -14,7 +14,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from ragplate.infra.stores.pgvector import hnsw_index_name
+from ragplate.infra.stores.pgvector import hnsw_index_name, lock_counts
 
 
 @dataclass(frozen=True)
@@ -56,10 +56,11 @@ def remove_sources(conn: sa.Connection, indexes: Sequence[str], labels: Sequence
                    models: Sequence[str] = ()) -> dict[tuple[str, str], tuple[int, int]]:
     """In the caller's transaction, delete the chunks and source records of ``labels``
     from ``indexes`` for every model; returns ``{(index, model): (chunks, sources)}`` of
-    what was deleted. The store lock of each (index, model) is taken first, in one order:
-    those of ``models`` (the declared ones, so that a switch writing its target's rows
-    waits) before anything is read, then those of any other model holding the labels; a
-    writer of one of those stores waits for the removal, or the removal for it."""
+    what was deleted. The store and word-count locks of each (index, model) are taken
+    first, in one order: those of ``models`` (the declared ones, so that a switch writing
+    its target's rows waits) before anything is read, then those of any other model
+    holding the labels; a write of one of those stores (which takes its word-count lock
+    first) waits for the removal, or the removal for it."""
     params = {"indexes": list(indexes), "labels": list(labels)}
     where = ("index_name = ANY(CAST(:indexes AS text[])) "
              "AND source = ANY(CAST(:labels AS text[]))")
@@ -69,6 +70,7 @@ def remove_sources(conn: sa.Connection, indexes: Sequence[str], labels: Sequence
         for index, model in sorted(pairs - locked):
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext(:n))"),
                          {"n": hnsw_index_name(index, model)})
+            lock_counts(conn, [(index, model)])
             locked.add((index, model))
 
     lock({(index, model) for index in indexes for model in models})

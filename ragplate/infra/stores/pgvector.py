@@ -72,11 +72,18 @@ _PERMISSIONS = (
 
 
 #: The transaction lock of one (index, model)'s word counts (its first key; the second is
-#: ``hashtext('<index>/<model>')``): migration 0016's triggers take it before they count, a
-#: write of this store before it locks any row, so two writers of one index never wait on
-#: each other in opposite orders.
+#: ``hashtext('<index>/<model>')``): migration 0016's triggers take it before they count,
+#: and every writer of ``rag_chunks`` here before it locks any row, so two writers of one
+#: index never wait on each other in opposite orders.
 COUNTS_LOCK_SPACE = 7311
 _COUNTS_LOCK = sa.text("SELECT pg_advisory_xact_lock(:space, hashtext(:pair))")
+
+
+def lock_counts(conn: sa.Connection, pairs: Iterable[tuple[str, str]]) -> None:
+    """Take the word-count locks of these (index, model) pairs, in one order, in the
+    caller's transaction (before it deletes or writes any of their chunks)."""
+    for index, model in sorted(set(pairs)):
+        conn.execute(_COUNTS_LOCK, {"space": COUNTS_LOCK_SPACE, "pair": f"{index}/{model}"})
 
 
 def hnsw_index_name(index: str, model_key: str) -> str:
@@ -223,8 +230,7 @@ class PgvectorStore:
             self.ensure_search_index()
 
     def _lock_counts(self, conn: sa.Connection) -> None:
-        conn.execute(_COUNTS_LOCK, {"space": COUNTS_LOCK_SPACE,
-                                    "pair": f"{self.index}/{self.profile.key}"})
+        lock_counts(conn, [(self.index, self.profile.key)])
 
     def _upsert_sources(self, conn: sa.Connection, sources: Sequence[SourceRecord]) -> None:
         # Last record wins, like a dict update; ON CONFLICT refuses duplicates in one VALUES.
@@ -400,6 +406,9 @@ def prune_other_models(conn: sa.Connection, serving: str) -> tuple[int, int, lis
     than ``serving`` from every index, and drop the HNSW indexes of those (index, model)
     pairs; returns (chunks deleted, source records deleted, indexes dropped)."""
     params = {"k": serving}
+    lock_counts(conn, [(str(r.index_name), str(r.model_key)) for r in conn.execute(sa.text(
+        "SELECT DISTINCT index_name, model_key FROM rag_chunks WHERE model_key <> :k"),
+        params)])
     chunks = int(conn.execute(sa.text("DELETE FROM rag_chunks WHERE model_key <> :k"),
                               params).rowcount)
     sources = int(conn.execute(sa.text("DELETE FROM rag_sources WHERE model_key <> :k"),

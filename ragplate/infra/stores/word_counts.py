@@ -3,7 +3,8 @@ assistant's coverage check weighs a question's words by them) are made of.
 
 A chunk is read as the assistant reads a hit (:func:`counted_terms`): in its locale's
 language, or, without one (``und``), in the language its stop words tell
-(:func:`guess_language`), or in every language when none can be told. Each chunk's terms
+(:func:`guess_language`), or in every language when none can be told (:func:`qualified`
+terms). Each chunk's terms
 also hold ``""`` (so the count of ``""`` is the index's chunk count) and the mark of the
 reading that read them (:func:`reading_mark`): the stemmer's release and the stop-word and
 accent lists. An index whose chunks were read otherwise (another release) holds fewer marks
@@ -13,6 +14,7 @@ of the current reading than chunks, and its counts are not used (:func:`counts_o
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 from collections.abc import Mapping, Sequence
@@ -77,7 +79,11 @@ def reading_mark() -> str:
         stemmer = version("snowballstemmer")
     except PackageNotFoundError:
         stemmer = "unknown"
-    digest = hashlib.sha256(f"{READING_VERSION}|{stemmer}".encode())
+    # snowballstemmer hands the stemming to PyStemmer when that is installed.
+    with contextlib.suppress(PackageNotFoundError):
+        stemmer += "|" + version("PyStemmer")
+    languages = ",".join(f"{code}={name}" for code, name in sorted(LANGUAGES.items()))
+    digest = hashlib.sha256(f"{READING_VERSION}|{stemmer}|{languages}".encode())
     data = _tsearch_data()
     if data is not None:
         for path in [*sorted(data.glob("*.stop")), data / "unaccent.rules"]:
@@ -85,20 +91,29 @@ def reading_mark() -> str:
     return f" reading:{digest.hexdigest()[:16]}"
 
 
+def qualified(language: str, word: str) -> str:
+    """A word as a chunk whose language cannot be told is counted under it when read in
+    ``language`` (no word holds a colon)."""
+    return f"{language}:{word}"
+
+
 def counted_terms(source: str, text: str, metadata: Mapping[str, Any]) -> list[str]:
     """The terms one chunk is counted under: ``""``, the reading's mark, and its distinct
-    words (text, source label and breadcrumb) as the assistant reads a hit: in its locale's
-    language; without one, in the language its text tells; when none can be told (code,
-    identifiers), in every language a question can be told in, as the assistant then reads
-    it in the question's."""
+    words (the first :data:`~ragplate.catalog.schema.DOCS_SEARCH_TEXT_CHARS` characters of
+    its text, its source label and breadcrumb) as the assistant reads a hit: in its locale's
+    language, or without one in the language its text tells; when none can be told (code,
+    identifiers), the assistant reads it in the question's language, so it is counted
+    under every language's reading, each word :func:`qualified` by its language (a
+    question in one language asks for its words both plain and qualified by it)."""
+    head, fields = text[:DOCS_SEARCH_TEXT_CHARS], field_text(source, metadata)
     name = chunk_language(metadata)
     if name == SIMPLE:
-        told = guess_language(text)
-        names = [told] if told else (sorted(stop_lists()) or [SIMPLE])
+        name = guess_language(text) or SIMPLE
+    if name != SIMPLE or not stop_lists():
+        held = {term for part in (head, fields) for term in tokens(part, name)}
     else:
-        names = [name]
-    head, fields = text[:DOCS_SEARCH_TEXT_CHARS], field_text(source, metadata)
-    held = {term for each in names for part in (head, fields) for term in tokens(part, each)}
+        held = {qualified(each, term) for each in stop_lists() for part in (head, fields)
+                for term in tokens(part, each)}
     return ["", reading_mark(), *sorted(held)]
 
 

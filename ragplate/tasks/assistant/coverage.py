@@ -41,9 +41,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from ragplate.catalog.schema import DOCS_SEARCH_TEXT_CHARS
 from ragplate.catalog.text_search import SIMPLE, language
 from ragplate.infra.stores.lexical import chunk_language, tokens, words
-from ragplate.infra.stores.word_counts import guess_language, stop_lists
+from ragplate.infra.stores.word_counts import guess_language, qualified, stop_lists
 from ragplate.tasks.retrieval.documentation import Hit
 
 
@@ -77,7 +78,7 @@ def question_coverage(question: str, hits: Sequence[Hit], *,
     read = _asked_and_held(question, hits, locale)
     if read is None:
         return None
-    asked, held = read
+    _, asked, held = read
     return len(asked & held) / len(asked)
 
 
@@ -91,17 +92,23 @@ def weighted_coverage(question: str, hits: Sequence[Hit], *, locale: str | None 
     read = _asked_and_held(question, hits, locale)
     if read is None:
         return None
-    asked, held = read
-    counted = frequencies(sorted(asked))
+    name, asked, held = read
+    # A chunk whose language cannot be told is counted under each language's reading
+    # ("english:index"): here it is read in the question's, so both counts add up.
+    either = {word: qualified(name, word) for word in asked}
+    counted = frequencies(sorted({*asked, *either.values()}))
     if counted is None:
         return None
     total, counts = counted
-    return weighted_share(asked, held, total, counts)
+    return weighted_share(asked, held, total, {
+        word: counts.get(word, 0) + counts.get(either[word], 0) for word in asked})
 
 
 def _asked_and_held(question: str, hits: Sequence[Hit], locale: str | None
-                    ) -> tuple[set[str], set[str]] | None:
-    """The question's content words and the words of the hits read in its language."""
+                    ) -> tuple[str, set[str], set[str]] | None:
+    """The question's language, its content words and the words of the hits read in that
+    language (as far as the stores count a chunk's words: its first
+    :data:`~ragplate.catalog.schema.DOCS_SEARCH_TEXT_CHARS` characters)."""
     name = guess_language(question, prefer=language(locale) if locale else None)
     if name is None:
         return None
@@ -112,9 +119,9 @@ def _asked_and_held(question: str, hits: Sequence[Hit], locale: str | None
     held: set[str] = set()
     for hit, told in read:
         if told in (name, None):
-            held.update(tokens(hit.text or hit.excerpt, name))
+            held.update(tokens((hit.text or hit.excerpt)[:DOCS_SEARCH_TEXT_CHARS], name))
             held.update(tokens(" ".join((hit.source_label, *hit.heading_breadcrumb)), name))
-    return asked, held
+    return name, asked, held
 
 
 def weighted_share(asked: set[str], held: set[str], total: int,

@@ -298,3 +298,38 @@ def test_the_stores_lock_is_the_triggers() -> None:
     migration = import_module("ragplate.infra.migrations.versions.0016_docs_term_counts")
     assert migration.LOCK_SPACE == pgvector.COUNTS_LOCK_SPACE
     assert "hashtext(p.index_name || '/' || p.model_key)" in migration._LOCK
+
+
+def test_removing_sources_waits_for_a_write_of_them_instead_of_deadlocking(
+        own_engine: tuple[sa.Engine, str]) -> None:
+    """A store write takes its index's word-count lock, then deletes the source's rows;
+    ``sources remove`` takes the same lock before it deletes any row, so it waits for the
+    write (it used to lock the rows first and wait for the lock inside the trigger, while
+    the write waited for its rows: a deadlock)."""
+    import threading
+
+    engine, _ = own_engine
+    database.upgrade(engine)
+    store = PgvectorStore("developer", TINY, engine)
+    load(store, [chunk("a.md", 0, "Rebuild the index", locale="en")])
+    outcome: list[object] = []
+
+    def remove() -> None:
+        try:
+            with engine.begin() as conn:
+                outcome.append(remove_sources(conn, ["developer"], ["a.md"], [TINY.key]))
+        except Exception as exc:  # collected: the thread's failure must fail the test
+            outcome.append(exc)
+
+    with engine.connect() as writer:
+        writer.begin()
+        store._lock_counts(writer)
+        remover = threading.Thread(target=remove)
+        remover.start()
+        remover.join(timeout=1.0)
+        assert remover.is_alive()  # waiting for the writer's lock, holding no row
+        store._delete(writer, ["a.md"])
+        writer.commit()
+    remover.join(timeout=30)
+    assert outcome == [{}]  # the write had deleted it: nothing left to remove
+    assert stored_counts(engine) == recounted(engine) == {}

@@ -157,11 +157,25 @@ def test_weighted_coverage_asks_the_index_for_the_questions_words_only() -> None
     hits = [hit("Rebuild the index with --full.", "en", "ops.md")]
     weighed = weighted_coverage("How do I rebuild the index?", hits, locale="en",
                                 frequencies=frequencies)
-    assert asked == [["index", "rebuild"]] and weighed == 1.0
+    # Plain, and as a chunk whose language cannot be told is counted when read in English.
+    assert asked == [["english:index", "english:rebuild", "index", "rebuild"]]
+    assert weighed == 1.0
     # No language told, no figure, and the index is not asked.
     assert weighted_coverage("content hash", hits, locale="en",
                              frequencies=frequencies) is None
     assert len(asked) == 1
+
+
+def test_a_word_counts_in_chunks_read_in_the_questions_language_and_untold_ones() -> None:
+    # 10 chunks: "index" in 2 English ones and in 6 whose language cannot be told (counted
+    # as "english:index" in English), "rebuild" in 1.
+    counts = {"index": 2, "english:index": 6, "rebuild": 1}
+    held = [hit("Open the index page.", "en", "a.md")]
+    weighed = weighted_coverage("How do I rebuild the index?", held, locale="en",
+                                frequencies=lambda words: (10, counts))
+    # "index" is held; it is in 8 of 10 chunks, not 2.
+    assert weighed == pytest.approx(
+        math.log(11 / 9) / (math.log(11 / 9) + math.log(11 / 2)))
 
 
 def test_no_weighted_figure_when_the_store_cannot_count() -> None:
