@@ -218,7 +218,8 @@ KILLED_REASON = ("the worker was stopped and killed the process running this flo
                  "before it finished: run it again (a switch resumes where it stopped)")
 
 
-def crash_killed_runs(api_url: str, run_ids: set[str]) -> list[str]:
+def crash_killed_runs(api_url: str, run_ids: set[str], *,
+                      reason: str = KILLED_REASON) -> list[str]:
     """Mark ``CRASHED`` each of ``run_ids`` still ``PENDING`` or ``RUNNING``: the flow runs
     whose processes a worker's supervisor has just killed (it read each run's id from its
     process's ``PREFECT__FLOW_RUN_ID``, so no run of another machine or container is
@@ -235,7 +236,7 @@ def crash_killed_runs(api_url: str, run_ids: set[str]) -> list[str]:
                 if state not in ("PENDING", "RUNNING"):
                     continue  # it ended before the kill, or someone already marked it
                 http.post(f"/flow_runs/{run_id}/set_state", json={
-                    "state": {"type": "CRASHED", "name": "Crashed", "message": KILLED_REASON},
+                    "state": {"type": "CRASHED", "name": "Crashed", "message": reason},
                     "force": True}).raise_for_status()
                 crashed.append(run_id)
     except (httpx.HTTPError, ValueError) as exc:

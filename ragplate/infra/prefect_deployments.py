@@ -36,7 +36,7 @@ from ragplate.catalog.errors import (
     is_blank,
 )
 from ragplate.catalog.settings import Settings
-from ragplate.infra import flow_runs, prefect_server
+from ragplate.infra import flow_runs, prefect_server, worker_watch
 from ragplate.infra.home import (
     ensure_dir,
     prefect_home_environment,
@@ -323,6 +323,8 @@ def run_worker(command: list[str], env: dict[str, str], root: Path, *,
     # inherits such orphans and finds them among its own descendants; elsewhere they are
     # noted while the worker runs.
     _become_subreaper()
+    # Every flow run the worker starts inherits these, and ends once this process is gone.
+    env = {**env, **worker_watch.worker_identity()}
     process = subprocess.Popen(command, env=env, cwd=root, start_new_session=True,
                                preexec_fn=_die_with_parent(os.getpid()))
     stopping: list[float] = []
