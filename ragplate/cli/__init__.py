@@ -134,13 +134,16 @@ def _main() -> None:
             sys.exit(exc.exit_code)
         unreachable = _unreachable_service(exc)
         if unreachable is not None:
-            err_console.print(f"[red]Error:[/red] {escape(unreachable)}", highlight=False,
+            message, code = unreachable
+            # On a line of its own: Prefect's own complaints may have left one unfinished.
+            sys.stderr.write("\n")
+            err_console.print(f"[red]Error:[/red] {escape(message)}", highlight=False,
                               soft_wrap=True)
             # Not sys.exit: at exit Prefect would go on trying, for minutes, to send its
             # last events and logs to the server that went away.
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(3)
+            os._exit(code)
         # An unexpected error still shows its traceback, as Python would, but its messages
         # may quote a question or a record: terminal controls are shown, not obeyed.
         import traceback
@@ -152,31 +155,50 @@ def _main() -> None:
         sys.exit(1)
 
 
-def _unreachable_service(exc: BaseException) -> str | None:
-    """One line for an error that is a service going away under a command (the services
-    stopped with ``ragplate down --force`` under a flow run: Prefect's client cannot reach
-    its server), when ``exc`` is or was raised from a connection failure; ``None`` for
+def _unreachable_service(exc: BaseException) -> tuple[str, int] | None:
+    """One line, and the exit code, for an error of a service failing under a command (the
+    services stopped with ``ragplate down --force`` under a flow run: Prefect's client
+    cannot reach its server; PostgreSQL stopped under a run: Prefect's server answers 500
+    to the run's end), when ``exc`` is or was raised from such a failure; ``None`` for
     anything else. ragplate's own clients wrap their connection errors; what is left
-    unwrapped is Prefect's."""
+    unwrapped is Prefect's. A ragplate error in the same chain (the run's own, over which
+    the service's failure was raised: its store lost the database) is the one reported."""
     import httpx
 
     # A service that is gone: refused, or cut off. Not a timeout (a slow service) nor a
     # protocol error of the request itself (a misconfigured address).
     gone = (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
-    seen: set[int] = set()
+    chain: list[BaseException] = []
     current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, gone):
-            try:
-                where = f" at {current.request.url.copy_with(query=None)}"
-            except RuntimeError:  # an error raised without its request
-                where = ""
-            return (f"a service this command used went away{where} "
-                    f"({type(current).__name__}: {current}); `ragplate status` shows the "
-                    "services, `ragplate up` starts them, then run the command again")
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
         current = current.__cause__ or current.__context__
-    return None
+    found: tuple[str, int] | None = None
+    for error in chain:
+        if found is not None:
+            break
+        if isinstance(error, gone):
+            found = (f"a service this command used went away{_where(error)} "
+                     f"({type(error).__name__}: {error}); `ragplate status` shows the "
+                     "services, `ragplate up` starts them, then run the command again", 3)
+        elif (isinstance(error, httpx.HTTPStatusError)
+              and error.response.status_code >= 500):
+            found = (f"the Prefect server failed{_where(error)} (HTTP "
+                     f"{error.response.status_code}): its database, PostgreSQL, may have "
+                     "stopped; `ragplate status` shows the services, `ragplate up` starts "
+                     "them, then run the command again", 3)
+    if found is None:
+        return None
+    own = next((error for error in chain if isinstance(error, RagplateError)), None)
+    return (str(own), own.exit_code) if own is not None else found
+
+
+def _where(error: Any) -> str:
+    """`` at URL`` of the request an httpx error was raised for (without its query)."""
+    try:
+        return f" at {error.request.url.copy_with(query=None)}"
+    except RuntimeError:  # an error raised without its request
+        return ""
 
 
 def _usage_errors() -> tuple[type[Any], ...]:

@@ -469,7 +469,55 @@ def test_a_service_going_away_under_a_command_is_one_line_and_exit_3(
 
     assert exited.value.code == 3
     err = capsys.readouterr().err
-    assert err.startswith("Error: a service this command used went away at "
+    assert err.startswith("\nError: a service this command used went away at "
                           "http://127.0.0.1:4200/api/flow_runs/filter (ConnectError: "
                           "[Errno 111] Connection refused)")
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("cause", ["store", "none"])
+def test_postgresql_stopping_under_a_flow_run_is_one_line_and_exit_3(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], cause: str
+) -> None:
+    """PostgreSQL stopped under a run, Prefect's server up: the run's store fails, then
+    Prefect's server answers 500 to the run's end. The run's own error is the one said;
+    without one, the 500."""
+    import httpx
+
+    from ragplate.catalog.errors import StoreError
+    from ragplate.cli import main
+    from ragplate.infra import services
+
+    request = httpx.Request("POST", "http://127.0.0.1:4200/api/flow_runs/x/set_state")
+
+    def stopped(settings: object) -> None:
+        try:
+            if cause == "store":
+                raise StoreError("pgvector store developer/m: the database connection was "
+                                 "lost (server closed the connection unexpectedly)")
+            raise RuntimeError("the flow failed")
+        except Exception:
+            response = httpx.Response(500, request=request)
+            raise httpx.HTTPStatusError("Server error '500 Internal Server Error'",
+                                        request=request, response=response) from None
+
+    def exit_now(code: int) -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(services, "status", stopped)
+    monkeypatch.setattr("sys.argv", ["ragplate", "status"])
+    monkeypatch.setattr(os, "_exit", exit_now)
+
+    with pytest.raises(SystemExit) as exited:
+        main()
+
+    assert exited.value.code == 3
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    if cause == "store":
+        assert err == ("\nError: pgvector store developer/m: the database connection was "
+                       "lost (server closed the connection unexpectedly)\n")
+    else:
+        assert err.startswith("\nError: the Prefect server failed at "
+                              "http://127.0.0.1:4200/api/flow_runs/x/set_state (HTTP 500): its "
+                              "database, PostgreSQL, may have stopped")
