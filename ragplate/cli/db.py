@@ -19,7 +19,14 @@ def db_upgrade(revision: Annotated[str, typer.Argument()] = "head") -> None:
 
     engine = get_engine(get_settings(), migrate=False)
     upgrade(engine, revision)
-    console.print(f"database at revision {current_revision(engine)}")
+    current = current_revision(engine)
+    if revision not in ("head", current):
+        # Alembic upgrades to an older revision by doing nothing: say so.
+        console.print(f"database at revision {current}, already past {revision}: ragplate "
+                      "does not downgrade (restore a backup taken before the upgrade to go "
+                      "back)")
+        return
+    console.print(f"database at revision {current}")
 
 
 def register(app: typer.Typer) -> None:

@@ -340,6 +340,14 @@ def test_db_upgrade_prints_the_revision(runner: CliRunner) -> None:
 
 
 @pytest.mark.integration
+def test_db_upgrade_to_an_older_revision_says_it_does_not_downgrade(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["db", "upgrade", "0015"])
+
+    assert result.exit_code == 0, result.output
+    assert "already past 0015: ragplate does not downgrade" in " ".join(result.stdout.split())
+
+
+@pytest.mark.integration
 def test_db_upgrade_to_an_unknown_revision_is_one_line_and_exit_2(ragplate_home: Path) -> None:
     result = ragplate(ragplate_home, "db", "upgrade", "bogus")
 
