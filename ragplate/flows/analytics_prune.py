@@ -8,6 +8,7 @@ from prefect import flow
 
 from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
+from ragplate.infra.worker_watch import watch_worker
 from ragplate.tasks.analytics import steps
 from ragplate.tasks.flow_runs import crash_gone
 
@@ -15,6 +16,7 @@ from ragplate.tasks.flow_runs import crash_gone
 @flow(name="analytics-prune", log_prints=True)
 def analytics_prune() -> dict[str, int]:
     """Prune the query analytics store: ``{"deleted": N}``."""
+    watch_worker()  # this run ends with the worker that started it
     crash_gone()
     runtime = Runtime(get_settings())
     deleted = steps.prune_records(runtime)

@@ -14,6 +14,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
+from ragplate.infra.worker_watch import watch_worker
 from ragplate.tasks.analytics import report as gap
 from ragplate.tasks.analytics.report_page import markdown_summary, render_page
 from ragplate.tasks.flow_runs import crash_gone
@@ -50,6 +51,7 @@ def write_page(output: str, html: str) -> Path:
 def analytics_report(since: str = "7d", output: str | None = None) -> dict[str, Any]:
     """Report on the records logged from ``since`` (a date or time, or a span back from
     now: ``7d``, ``24h``) and write the page to ``output``; the report's data."""
+    watch_worker()  # this run ends with the worker that started it
     crash_gone()
     now = datetime.now(UTC)
     start = parse_since(since, now)

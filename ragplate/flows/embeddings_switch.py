@@ -19,6 +19,7 @@ from ragplate.infra.environment import get_settings
 from ragplate.infra.locks import RunLock
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.switch_state import read_state
+from ragplate.infra.worker_watch import watch_worker
 from ragplate.tasks.flow_runs import crash_orphans
 from ragplate.tasks.switch import steps
 from ragplate.tasks.switch.phases import PhaseContext
@@ -40,6 +41,7 @@ def embeddings_switch(
     action: Action = "start", profile: str | None = None, force_activate: bool = False
 ) -> dict[str, Any]:
     """Start, resume or abandon an embedding-model switch and run it to its end."""
+    watch_worker()  # this run ends with the worker that started it
     steps.check_inputs(action, profile)
     runtime = Runtime(get_settings())
     run_lock = RunLock(runtime.engine)

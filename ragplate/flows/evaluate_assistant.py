@@ -12,6 +12,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from ragplate.catalog.assistant import compile_policy
 from ragplate.infra.environment import get_settings
+from ragplate.infra.worker_watch import watch_worker
 from ragplate.tasks.evaluation import assistant, assistant_steps, steps
 from ragplate.tasks.evaluation.pages import markdown_summary, table_rows
 from ragplate.tasks.evaluation.reports import html_path
@@ -24,6 +25,7 @@ def evaluate_assistant(dataset: str, output: str, force: bool = False,
     """Evaluate the assistant dataset ``dataset`` (Level 1) and write the report to
     ``output`` (and ``<output>.html``, which lists the failing cases by id); ``corpus``:
     the fixture documentation (default ``datasets/fixtures/assistant``)."""
+    watch_worker()  # this run ends with the worker that started it
     crash_gone()
     runtime = assistant.evaluation_runtime(get_settings())
     path = steps.check_output(output, force, dataset)

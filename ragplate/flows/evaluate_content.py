@@ -21,6 +21,7 @@ from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.search_tuning import PROFILE
 from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
+from ragplate.infra.worker_watch import watch_worker
 from ragplate.tasks.evaluation import application_content, steps, strategies
 from ragplate.tasks.evaluation.application_content import ContentSetup
 from ragplate.tasks.evaluation.dataset_files import LoadedDataset
@@ -85,6 +86,7 @@ def evaluate_application_content(source: str, dataset: str, output: str, force: 
                                  ) -> dict[str, Any]:
     """Score ``dataset`` on application search of ``source`` (each case in its locale, as
     its tenant, in search ``mode``) and write the report to ``output`` and its page."""
+    watch_worker()  # this run ends with the worker that started it
     crash_gone()
     _check_setup(setup)
     if mode not in MODES:
@@ -113,6 +115,7 @@ def evaluate_retrieval_strategies(source: str, dataset: str, output: str, force:
                                   setup: steps.Setup = "live") -> dict[str, Any]:
     """Score each ordering (keyword, vector, hybrid, fused, reranked) on the cases with
     ground truth and write the report; warns when the reranker did not run."""
+    watch_worker()  # this run ends with the worker that started it
     crash_gone()
     _check_setup(setup)
     path, loaded, content, recorded, context = _record(Runtime(get_settings()), source,
@@ -149,6 +152,7 @@ def tune_retrieval(source: str, dataset: str, output: str, force: bool = False,
     """Record each case's rankings once, re-fuse them for every grid candidate, apply the
     guards and write the report; prints the ready-to-paste profile block.
     ``noise_margin`` ``None`` is ``auto``."""
+    watch_worker()  # this run ends with the worker that started it
     crash_gone()
     _check_setup(setup)
     guards = Safeguards(metric=metric, holdout=holdout, min_class_cases=min_class_cases,

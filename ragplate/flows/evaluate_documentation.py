@@ -12,6 +12,7 @@ from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.settings import DocsRetrieval
 from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
+from ragplate.infra.worker_watch import watch_worker
 from ragplate.tasks.evaluation import cases, documentation, steps
 from ragplate.tasks.evaluation.pages import markdown_summary, table_rows
 from ragplate.tasks.evaluation.reports import html_path
@@ -39,6 +40,7 @@ def evaluate_documentation(
     ``cases_output``: also write each case's expected and returned labels there (refused
     for a private dataset). With ``min_hit_at_5`` or ``min_mrr`` the run fails (after
     writing the report) when the figure is below."""
+    watch_worker()  # this run ends with the worker that started it
     crash_gone()
     thresholds = cases.Thresholds(min_hit_at_5=min_hit_at_5, min_mrr=min_mrr)
     if mode not in documentation.MODES:

@@ -21,6 +21,7 @@ from ragplate.infra.environment import get_settings
 from ragplate.infra.models.base import Embedder
 from ragplate.infra.runtime import Runtime
 from ragplate.infra.stores.base import DocumentStore
+from ragplate.infra.worker_watch import watch_worker
 from ragplate.tasks import progress
 from ragplate.tasks.flow_runs import crash_orphans
 from ragplate.tasks.indexing import index, steps
@@ -46,6 +47,7 @@ def index_rag_docs(
     anything is written. Unchanged sources are skipped; vanished ones are deleted, except
     that a root without any Markdown file deletes nothing unless ``allow_empty``.
     """
+    watch_worker()  # this run ends with the worker that started it
     runtime = Runtime(get_settings())
     with locks.index_lock(runtime.engine) as acquired:
         if not acquired:

@@ -12,6 +12,7 @@ from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.settings import DocsRetrieval
 from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
+from ragplate.infra.worker_watch import watch_worker
 from ragplate.tasks.evaluation import steps as evaluation
 from ragplate.tasks.flow_runs import crash_gone
 from ragplate.tasks.retrieval.documentation import STRATEGIES
@@ -31,6 +32,7 @@ def tune_floor(
     floor of best refusal accuracy that keeps hit@5, check it on the held-out cases. Warns
     about expected labels the index lacks; fails (after the summary artifact) when no
     answered case has a hit without a floor, since then no floor can be measured."""
+    watch_worker()  # this run ends with the worker that started it
     crash_gone()
     runtime = Runtime(get_settings())
     chosen: DocsRetrieval = strategy or runtime.settings.docs_retrieval

@@ -5,9 +5,11 @@
 the worker is killed (``kill -9``, the OOM killer), Prefect's worker dies with it, but a
 flow run's process lives in a session of its own and would go on unseen: one that logs
 only from task threads (the embedding-model switch) kept writing for minutes, shown as
-running, its switch refusing to be resumed. :func:`watch_worker`, called when a flow module
-is loaded in such a process, checks every :data:`INTERVAL` seconds that the worker is
-still there; once it is gone, the run is marked crashed (best effort) and its process ends.
+running, its switch refusing to be resumed. :func:`watch_worker`, every flow's first
+statement (Prefect loads a deployment's flow file as a script, so no package import would
+do), checks every :data:`INTERVAL` seconds in such a process that the worker is still
+there; once it is gone, the run is marked crashed (best effort) and its process ends.
+Anywhere else it does nothing.
 """
 
 from __future__ import annotations

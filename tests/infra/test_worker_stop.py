@@ -166,14 +166,18 @@ def test_a_worker_follows_its_homes_server_when_it_moves_and_no_run_is_in_progre
     assert _gone(started)
 
 
-#: A stand-in Prefect worker whose "flow run" loads ragplate's flows, as a deployment's run
-#: does, and then only sleeps (a run whose logging could not notice the worker is gone).
+#: A stand-in Prefect worker whose "flow run" starts as every ragplate flow does (its first
+#: statement watches the worker), then only sleeps (a run whose logging could not notice
+#: that the worker is gone).
 WORKER_WITH_RUN = textwrap.dedent("""
     import os, subprocess, sys, time
     env = {**os.environ, "PREFECT__FLOW_RUN_ID": "00000000-0000-0000-0000-000000000000",
            "PREFECT_API_URL": "http://127.0.0.1:9/api"}  # nothing listens: best effort
-    run = subprocess.Popen([sys.executable, "-c", "import ragplate.flows, time; "
-                            "time.sleep(600)"], start_new_session=True, env=env)
+    load = ("from ragplate.infra.worker_watch import watch_worker; watch_worker(); "
+            "import time; time.sleep(600)")
+    run = subprocess.Popen([sys.executable, "-c", load], start_new_session=True, env=env,
+                           cwd=sys.argv[2], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
     open(sys.argv[1], "w").write(str(run.pid))
     while True:
         time.sleep(0.1)
@@ -182,27 +186,29 @@ WORKER_WITH_RUN = textwrap.dedent("""
 
 def test_a_flow_run_ends_when_the_worker_that_started_it_is_killed(tmp_path: Path) -> None:
     pid_file = tmp_path / "run.pid"
+    checkout = Path(__file__).resolve().parents[2]
     supervisor = subprocess.Popen(
-        [sys.executable, "-c", SUPERVISOR, WORKER_WITH_RUN, str(pid_file), "busy"],
+        [sys.executable, "-c", SUPERVISOR, WORKER_WITH_RUN, str(pid_file), str(checkout)],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 30
     while not (pid_file.exists() and pid_file.read_text()):
         assert time.monotonic() < deadline, "the stand-in worker did not start"
         time.sleep(0.05)
     run = int(pid_file.read_text())
-    environ = psutil.Process(run).environ()
-    assert environ["RAGPLATE_WORKER_PID"] == str(supervisor.pid)
-    time.sleep(3)  # the run has loaded the flows and watches its worker
-    assert not _gone(run, timeout=0.1)
-
-    supervisor.kill()
-    supervisor.communicate(timeout=10)
-
     try:
+        environ = psutil.Process(run).environ()
+        assert environ["RAGPLATE_WORKER_PID"] == str(supervisor.pid)
+        time.sleep(3)  # the run has started and watches its worker
+        assert not _gone(run, timeout=0.1), "the flow run did not load"
+
+        supervisor.kill()
+        supervisor.communicate(timeout=10)
+
         assert _gone(run, timeout=15), "the flow run outlived the worker that started it"
     finally:
         with contextlib.suppress(psutil.Error):
-            psutil.Process(run).kill()
+            psutil.Process(run).kill()  # a failing run leaves no stray process behind
+        supervisor.kill()
 
 
 def test_nothing_is_watched_outside_a_flow_run_a_worker_started() -> None:
@@ -211,3 +217,20 @@ def test_nothing_is_watched_outside_a_flow_run_a_worker_started() -> None:
     assert watch_worker({}) is False
     assert watch_worker({"RAGPLATE_WORKER_PID": "1", "RAGPLATE_WORKER_STARTED": "x",
                          "PREFECT__FLOW_RUN_ID": "r"}) is False
+
+
+def test_every_flow_starts_by_watching_the_worker_that_started_it() -> None:
+    """Prefect loads a deployment's flow file as a script: the watch is each flow's first
+    statement (after its docstring), not a side effect of importing a package."""
+    import ast
+
+    flows = Path(__file__).resolve().parents[2] / "ragplate" / "flows"
+    found = []
+    for path in sorted(flows.glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and any(
+                    "flow" in ast.unparse(d) for d in node.decorator_list):
+                first = node.body[1]
+                assert ast.unparse(first) == "watch_worker()", f"{path.name}:{node.name}"
+                found.append(node.name)
+    assert len(found) >= 10
