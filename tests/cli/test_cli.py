@@ -447,13 +447,28 @@ def test_an_unexpected_error_shows_its_traceback_with_terminal_controls_as_symbo
     assert "\x1b" not in err and "\x07" not in err
 
 
+def _status_failing(monkeypatch: pytest.MonkeyPatch, failure: Any) -> object:
+    """The exit code of ``ragplate status`` whose services call raises with ``failure``."""
+    from ragplate.cli import main
+    from ragplate.infra import services
+
+    def exit_now(code: int) -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(services, "status", failure)
+    monkeypatch.setattr("sys.argv", ["ragplate", "status"])
+    # The process ends at once, without Prefect's exit handlers: stood in for here.
+    monkeypatch.setattr(os, "_exit", exit_now)
+    with pytest.raises(SystemExit) as exited:
+        main()
+    return exited.value.code
+
+
 def test_a_service_going_away_under_a_command_is_one_line_and_exit_3(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import httpx
 
-    from ragplate.cli import main
-    from ragplate.infra import services
 
     def gone(settings: object) -> None:
         # As Prefect's client ends a flow run whose server was stopped: a connection error
@@ -464,18 +479,7 @@ def test_a_service_going_away_under_a_command_is_one_line_and_exit_3(
         except httpx.ConnectError as refused:
             raise RuntimeError("the flow run's state could not be set") from refused
 
-    def exit_now(code: int) -> None:
-        raise SystemExit(code)
-
-    monkeypatch.setattr(services, "status", gone)
-    monkeypatch.setattr("sys.argv", ["ragplate", "status"])
-    # The process ends at once, without Prefect's exit handlers: stood in for here.
-    monkeypatch.setattr(os, "_exit", exit_now)
-
-    with pytest.raises(SystemExit) as exited:
-        main()
-
-    assert exited.value.code == 3
+    assert _status_failing(monkeypatch, gone) == 3
     err = capsys.readouterr().err
     assert err.startswith("\nError: a service this command used went away at "
                           "http://127.0.0.1:4200/api/flow_runs/filter (ConnectError: "
@@ -493,8 +497,6 @@ def test_postgresql_stopping_under_a_flow_run_is_one_line_and_exit_3(
     import httpx
 
     from ragplate.catalog.errors import StoreError
-    from ragplate.cli import main
-    from ragplate.infra import services
 
     request = httpx.Request("POST", "http://127.0.0.1:4200/api/flow_runs/x/set_state")
 
@@ -509,17 +511,7 @@ def test_postgresql_stopping_under_a_flow_run_is_one_line_and_exit_3(
             raise httpx.HTTPStatusError("Server error '500 Internal Server Error'",
                                         request=request, response=response) from None
 
-    def exit_now(code: int) -> None:
-        raise SystemExit(code)
-
-    monkeypatch.setattr(services, "status", stopped)
-    monkeypatch.setattr("sys.argv", ["ragplate", "status"])
-    monkeypatch.setattr(os, "_exit", exit_now)
-
-    with pytest.raises(SystemExit) as exited:
-        main()
-
-    assert exited.value.code == 3
+    assert _status_failing(monkeypatch, stopped) == 3
     err = capsys.readouterr().err
     assert "Traceback" not in err
     if cause == "store":

@@ -41,10 +41,12 @@ SUPERVISOR = textwrap.dedent("""
 """)
 
 
-def _start(tmp_path: Path, behaviour: str) -> tuple[subprocess.Popen[str], int]:
+def _start(tmp_path: Path, behaviour: str,
+           worker: str = WORKER) -> tuple[subprocess.Popen[str], int]:
+    """The supervisor running ``worker`` (given ``behaviour``), and the pid it wrote."""
     pid_file = tmp_path / "run.pid"
     supervisor = subprocess.Popen(
-        [sys.executable, "-c", SUPERVISOR, WORKER, str(pid_file), behaviour],
+        [sys.executable, "-c", SUPERVISOR, worker, str(pid_file), behaviour],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 30
     while not (pid_file.exists() and pid_file.read_text()):
@@ -185,16 +187,8 @@ WORKER_WITH_RUN = textwrap.dedent("""
 
 
 def test_a_flow_run_ends_when_the_worker_that_started_it_is_killed(tmp_path: Path) -> None:
-    pid_file = tmp_path / "run.pid"
     checkout = Path(__file__).resolve().parents[2]
-    supervisor = subprocess.Popen(
-        [sys.executable, "-c", SUPERVISOR, WORKER_WITH_RUN, str(pid_file), str(checkout)],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 30
-    while not (pid_file.exists() and pid_file.read_text()):
-        assert time.monotonic() < deadline, "the stand-in worker did not start"
-        time.sleep(0.05)
-    run = int(pid_file.read_text())
+    supervisor, run = _start(tmp_path, str(checkout), WORKER_WITH_RUN)
     try:
         environ = psutil.Process(run).environ()
         assert environ["RAGPLATE_WORKER_PID"] == str(supervisor.pid)
