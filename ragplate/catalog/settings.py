@@ -323,8 +323,9 @@ class Settings(BaseSettings):
         "everyday question shares common words with a page, a documentation question the "
         "rare ones. Less and the extractive answer abstains. Applies on the developer index "
         "(not on the user index, nor on an index holding chunks whose words another "
-        "release counted or that carry none, until `index-docs --full`). 0.30 was chosen on "
-        "half of the laraplate documentation and everyday questions; 0 turns it off.",
+        "release counted or that carry none, until the next `index-docs` counts them "
+        "again). 0.30 was chosen on half of the laraplate documentation and everyday "
+        "questions; 0 turns it off.",
     )
     assistant_max_documents: int = Field(
         default=3, ge=1, le=10,

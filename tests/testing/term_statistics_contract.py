@@ -10,10 +10,26 @@ from __future__ import annotations
 
 from typing import cast
 
-from ragplate.infra.stores.base import DocumentStore, TermStatistics
+import pytest
+
+from ragplate.infra.stores import word_counts
+from ragplate.infra.stores.base import (
+    DocumentStore,
+    StoredWordCounts,
+    TermStatistics,
+    recount_words,
+    stale_word_counts,
+)
 from ragplate.infra.stores.lexical import tokens
 from ragplate.infra.stores.word_counts import qualified
-from tests.testing.document_store_contract import OTHER, TINY, StoreFactory, load, records
+from tests.testing.document_store_contract import (
+    OTHER,
+    TINY,
+    Q,
+    StoreFactory,
+    load,
+    records,
+)
 from tests.testing.keyword_search_contract import chunk
 
 
@@ -130,3 +146,34 @@ class TermStatisticsContract:
 
         assert cast(TermStatistics, store).term_frequencies(asked) == (
             1, dict(zip(asked, [1, 0], strict=True)))
+
+    def test_chunks_another_release_counted_are_counted_again_from_their_text(
+            self, store_factory: StoreFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A store that keeps its counts keeps another release's reading of the chunks
+        written by it (no counts until read again); ``recount_words`` reads them again from
+        their stored text, leaving their vectors and the other index alone. A store that
+        counts as it is asked has nothing to read again."""
+        store: DocumentStore = store_factory("developer", TINY)
+        other: DocumentStore = store_factory("user", TINY)
+        with monkeypatch.context() as older:
+            older.setattr(word_counts, "reading_mark", lambda: " reading:older")
+            load(store, [chunk("a.md", 0, "Rebuild the index", locale="en"),
+                         chunk("b.md", 0, "An index of pages", locale="en")])
+            load(other, [chunk("c.md", 0, "Index", locale="en")])
+        new = [chunk("d.md", 0, "Pages again", locale="en")]
+        load(store, new)
+        stats = cast(TermStatistics, store)
+        asked = tokens("index rebuild pages", "english")
+        hits = [(h.source, round(h.score, 6)) for h in store.search(Q, top_k=10)]
+        keeps = isinstance(store, StoredWordCounts)
+
+        assert stale_word_counts(store) == (2 if keeps else 0)
+        if keeps:
+            assert stats.term_frequencies(asked) is None
+
+        assert recount_words(store) == (2 if keeps else 0)
+        assert stale_word_counts(store) == 0
+        assert stats.term_frequencies(asked) == (3, dict(zip(asked, [2, 1, 2], strict=True)))
+        assert [(h.source, round(h.score, 6)) for h in store.search(Q, top_k=10)] == hits
+        assert recount_words(store) == 0
+        assert stale_word_counts(other) == (1 if keeps else 0)

@@ -142,6 +142,34 @@ class TermStatistics(Protocol):
         before they carried their words)."""
 
 
+@runtime_checkable
+class StoredWordCounts(Protocol):
+    """A store that keeps its word counts (:class:`TermStatistics`) as its chunks are
+    written, so that chunks counted by another release's reading stay counted so until
+    read again (pgvector, Elasticsearch); the others count as they are asked."""
+
+    def stale_word_counts(self) -> int:
+        """How many chunks the current reading did not count (cheap: no chunk is read)."""
+
+    def recount_words(self) -> int:
+        """Count again, from their stored text and without re-embedding, the chunks the
+        current reading did not count; returns how many."""
+
+
+def stale_word_counts(store: object) -> int:
+    """The chunks of ``store`` whose words another release counted (0 for the drivers
+    that count as they are asked)."""
+    return store.stale_word_counts() if isinstance(store, StoredWordCounts) else 0
+
+
+def recount_words(store: object) -> int:
+    """Count again the chunks of ``store`` that another release counted, when there are
+    any; returns how many were read again."""
+    if not isinstance(store, StoredWordCounts) or not store.stale_word_counts():
+        return 0
+    return store.recount_words()
+
+
 def build_search_index(store: DocumentStore) -> None:
     """Build the search index a first bulk load deferred, for the drivers that keep one
     (pgvector's HNSW index); the others search without."""

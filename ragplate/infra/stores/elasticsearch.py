@@ -32,6 +32,7 @@ from ragplate.infra.elasticsearch import indexes, mappings, names
 from ragplate.infra.elasticsearch.bulk import bulk
 from ragplate.infra.elasticsearch.client import call, call_or_none
 from ragplate.infra.elasticsearch.queries import term
+from ragplate.infra.stores import es_recount
 from ragplate.infra.stores.base import (
     EmbeddedChunk,
     SearchFilters,
@@ -323,11 +324,24 @@ class ElasticsearchStore:
             index=self.name, query=term("doc_type", "chunk")), self.name)
         return 0 if found is None else int(found["count"])
 
+    def stale_word_counts(self) -> int:
+        """How many chunks another release's reading counted, or none (written before
+        chunks carried their words)."""
+        return es_recount.stale_chunks(self.client, self.name)
+
+    def recount_words(self) -> int:
+        """Count again, by partial updates, the chunks another release's reading counted;
+        returns how many (see :mod:`.es_recount`). An index made before the field gets
+        it first."""
+        self.ensure_index()
+        return es_recount.recount(self.client, self.name, retries=self.retries,
+                                  recreate=self.recreate)
+
     def term_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]] | None:
         """The number of chunks, and how many hold each of ``terms`` (one aggregation over
         the terms each chunk was written with); ``None`` while the index holds a chunk
-        written without its terms or read by another release (``index-docs --full``
-        writes them again)."""
+        written without its terms or read by another release (``index-docs`` reads them
+        again)."""
         wanted = ["", reading_mark(), *(t for t in dict.fromkeys(terms) if t)]
         # One named filter per term: exact counts, however many terms the index holds.
         filters = {f"t{n}": term("terms", word) for n, word in enumerate(wanted)}

@@ -28,6 +28,7 @@ from ragplate.infra.pgvector_sql import (
     vector_field,
     vector_literal,
 )
+from ragplate.infra.stores import pg_recount
 from ragplate.infra.stores.base import (
     EmbeddedChunk,
     SearchFilters,
@@ -384,6 +385,17 @@ class PgvectorStore:
                 "i": self.index, "k": self.profile.key, "terms": asked}).all()
         return counts_of({str(r.term): int(r.chunks) for r in rows}, terms,
                          where=f"pgvector index {self.index}/{self.profile.key}")
+
+    def stale_word_counts(self) -> int:
+        """How many chunks another release's reading counted (one lookup)."""
+        with self._transaction() as conn:
+            return pg_recount.stale_chunks(conn, self.index, self.profile.key)
+
+    def recount_words(self) -> int:
+        """Count again the chunks another release's reading counted, from their stored
+        text, a batch per transaction; returns how many (see :mod:`.pg_recount`)."""
+        return pg_recount.recount(self._transaction, self._lock_counts, self.index,
+                                  self.profile.key)
 
     def count(self) -> int:
         """Number of chunks in this index for this profile."""

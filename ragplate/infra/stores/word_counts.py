@@ -9,7 +9,8 @@ also hold ``""`` (so the count of ``""`` is the index's chunk count) and the mar
 reading that read them (:func:`reading_mark`): the stemmer's release and the stop-word and
 accent lists. An index whose chunks were read otherwise (another release) holds fewer marks
 of the current reading than chunks, and its counts are not used (:func:`counts_of`) until
-``index-docs --full`` has read them again.
+the next ``index-docs`` has read them again from their stored text (a store's
+``recount_words``; nothing is re-embedded).
 """
 
 from __future__ import annotations
@@ -127,8 +128,8 @@ def counts_of(found: Mapping[str, int], terms: Sequence[str], *, where: str
         if where not in _WARNED:
             _WARNED.add(where)
             logger.warning("%s holds chunks whose words another release read: the assistant "
-                           "weighs every word alike there until `ragplate index-docs --full` "
-                           "reads them again", where)
+                           "weighs every word alike there until the next `ragplate index-docs` "
+                           "counts them again", where)
         return None
     return total, {t: int(found.get(t, 0)) if t and not t.startswith(" ") else 0
                    for t in terms}

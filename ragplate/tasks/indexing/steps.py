@@ -16,6 +16,7 @@ from ragplate.infra.stores.base import (
     EmbeddedChunk,
     SourceRecord,
     build_search_index,
+    recount_words,
 )
 from ragplate.tasks.indexing import index, read
 from ragplate.tasks.indexing.split import Splitter, split_documents
@@ -106,6 +107,14 @@ def delete_sources(store: DocumentStore, sources: list[str]) -> int:
 
 @io_task("finalize-index")
 def finalize_index(store: DocumentStore) -> int:
-    """Build the search index if a first load deferred it; returns the chunk count."""
+    """Build the search index if a first load deferred it, and count again the words of
+    chunks another release counted (their stored text is read again, nothing is
+    re-embedded); returns the chunk count."""
     build_search_index(store)
+    recounted = recount_words(store)
+    if recounted:
+        get_run_logger().info(
+            "%s index: counted again the words of %d chunks another release had counted "
+            "(the assistant's coverage check weighs words by these counts)",
+            getattr(store, "index", "the"), recounted)
     return store.count()

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragplate.catalog.errors import ServiceError
 from ragplate.infra import flow_runs, locks
+from ragplate.infra.stores.base import stale_word_counts
 from ragplate.tasks.indexing import index, read
 from ragplate.tasks.indexing.split import make_splitter
 from ragplate.tasks.indexing.targets import indexes_for, resolve_roots
@@ -134,6 +135,8 @@ def _rows(runtime: Runtime, profile: str, path: str | None,
         has_search_index = getattr(store, "has_search_index", None)
         if has_search_index is not None and not has_search_index():
             return None  # a first load was interrupted before its search index was built
+        if stale_word_counts(store):
+            return None  # chunks whose words another release counted: the flow recounts
         corpus = read.corpus_for(name, documents, runtime.policy)
         # A root without Markdown files whose sources are indexed would delete them: the
         # flow refuses it (or deletes with --allow-empty). Without any, it changes nothing.

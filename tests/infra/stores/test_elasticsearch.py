@@ -151,17 +151,19 @@ def test_a_refused_write_raises_its_own_error_when_the_clean_up_fails_too(
         store.reset()
 
 
-def test_an_index_made_before_words_were_counted_gets_them_by_a_full_rewrite(
+def test_an_index_made_before_words_were_counted_gets_them_without_a_rewrite(
     es_settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     """An index whose mapping has no ``terms`` and whose chunks carry none (written by an
     earlier release): the assistant gets no counts (every word weighs alike, said once in
-    the log), not counts that leave those chunks out; the next write adds the field in
-    place, and once every chunk is rewritten the counts are there."""
+    the log), not counts that leave those chunks out; the field is added in place (by the
+    next write, or by the recount) and the recount writes it for the old chunks, by partial
+    updates that leave their vectors alone."""
     from ragplate.infra.elasticsearch import mappings
+    from ragplate.infra.stores.base import recount_words, stale_word_counts
     from ragplate.infra.stores.elasticsearch import chunk_document
     from ragplate.infra.stores.lexical import tokens
-    from tests.testing.document_store_contract import records
+    from tests.testing.document_store_contract import Q, records
     from tests.testing.keyword_search_contract import chunk
 
     store = ElasticsearchStore.from_settings(f"old-{uuid.uuid4().hex[:6]}", TINY, es_settings)
@@ -182,7 +184,8 @@ def test_an_index_made_before_words_were_counted_gets_them_by_a_full_rewrite(
         with caplog.at_level("WARNING"):
             assert store.term_frequencies([word]) is None
             assert store.term_frequencies([word]) is None
-        assert sum("index-docs --full" in r.getMessage() for r in caplog.records) == 1
+        assert sum("index-docs` counts them again" in r.getMessage()
+                   for r in caplog.records) == 1
 
         fresh = [chunk("b.md", 0, "Index pages", locale="en")]
         store.replace_sources(fresh, records(fresh, TINY))
@@ -190,8 +193,9 @@ def test_an_index_made_before_words_were_counted_gets_them_by_a_full_rewrite(
         assert mapping["properties"]["terms"] == {"type": "keyword"}
         assert store.term_frequencies([word]) is None  # a.md is still the old one's
 
-        rewritten = [chunk("a.md", 0, "Rebuild the index", locale="en")]
-        store.replace_sources(rewritten, records(rewritten, TINY))
+        assert stale_word_counts(store) == 1
+        assert recount_words(store) == 1
         assert store.term_frequencies([word]) == (2, {word: 2})
+        assert {h.source for h in store.search(Q, top_k=5)} == {"a.md", "b.md"}
     finally:
         store.reset()

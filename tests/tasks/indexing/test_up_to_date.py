@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from ragplate.catalog.settings import Settings
 from ragplate.infra.runtime import Runtime
+from ragplate.infra.stores.word_counts import reading_mark
 from tests.testing.corpus import write_corpus
 
 pytestmark = pytest.mark.integration
@@ -108,6 +109,29 @@ def test_sources_without_a_recorded_recipe_leave_it_to_the_flow(
 
     assert check(runtime, corpus) is None
     flow_rows(corpus)
+    assert check(runtime, corpus) is not None
+
+
+def test_chunks_another_release_counted_leave_it_to_the_flow_which_counts_them_again(
+    runtime: Runtime, corpus: Path, engine: sa.Engine
+) -> None:
+    """After a release that reads words otherwise, the next run counts the words of the
+    stored chunks again from their text: nothing is embedded or written again."""
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "UPDATE rag_chunks SET terms = array_replace(terms, :mark, ' reading:older') "
+            "WHERE index_name = 'developer' AND source LIKE 'utd/%'"),
+            {"mark": reading_mark()})
+    store = runtime.store("developer")
+    assert store.stale_word_counts() == 2  # type: ignore[attr-defined]
+    assert store.term_frequencies(["instal"]) is None  # type: ignore[attr-defined]
+
+    assert check(runtime, corpus) is None
+    rows = flow_rows(corpus)
+
+    assert (rows[0]["re_embedded"], rows[0]["chunks_written"]) == (0, 0)
+    assert store.stale_word_counts() == 0  # type: ignore[attr-defined]
+    assert store.term_frequencies(["instal"]) is not None  # type: ignore[attr-defined]
     assert check(runtime, corpus) is not None
 
 
