@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -268,3 +269,40 @@ def test_cli_refuses_cases_of_a_private_dataset_before_running(tmp_path: Path) -
     assert result.returncode == 2, result.stderr
     assert "the dataset is private" in result.stderr and "flow run" not in result.stderr
     assert not (tmp_path / "cases.json").exists() and not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.integration
+def test_a_private_datasets_absent_labels_are_counted_not_named_in_the_logs(
+    prefect_api_url: str, tmp_path: Path
+) -> None:
+    """Run logs reach the Prefect server: a private dataset's labels never do."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    from ragplate.flows.evaluate_documentation import evaluate_documentation
+
+    data = json.loads((DATASETS / "documentation-developer-fixture.json").read_text())
+    data["data_classification"] = "private"
+    data["cases"][0]["expected_source_labels"].append("secret-customer/PAYROLL_PLAN.md")
+    dataset = tmp_path / "private" / "p.json"
+    dataset.parent.mkdir()
+    dataset.write_text(json.dumps(data), encoding="utf-8")
+
+    state = evaluate_documentation(index="developer", dataset=str(dataset),
+                                   output=str(tmp_path / "r.json"), mode="deterministic",
+                                   return_state=True)
+
+    assert state.is_completed(), state.message
+    warning = "1 expected source label(s) of the dataset are not in the developer index"
+    text = ""
+    for _ in range(50):  # logs reach the server in batches
+        with get_client(sync_client=True) as client:
+            logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(
+                any_=[state.state_details.flow_run_id])))
+        text = "\n".join(log.message for log in logs)
+        if warning in text:
+            break
+        time.sleep(0.2)
+    assert warning in text
+    assert "not named (the dataset is private)" in text
+    assert "PAYROLL" not in text

@@ -105,11 +105,20 @@ def warn_absent_labels(dataset: DocumentationDataset,
     not hold; returns them."""
     absent = documentation.absent_labels(dataset, setup)
     if absent:
-        shown = ", ".join(absent[:10]) + (" …" if len(absent) > 10 else "")
         get_run_logger().warning(
             "%d expected source label(s) of the dataset are not in the %s index, so their "
-            "cases can only score through other labels: %s", len(absent), setup.index, shown)
+            "cases can only score through other labels: %s", len(absent), setup.index,
+            named(absent, dataset.data_classification))
     return absent
+
+
+def named(values: list[str], classification: str) -> str:
+    """The first values of a list for a log line, or, for a private dataset (whose
+    questions and labels never leave its folder, and logs reach the Prefect server), a
+    word saying they are withheld."""
+    if classification == "private":
+        return "not named (the dataset is private)"
+    return ", ".join(values[:10]) + (" …" if len(values) > 10 else "")
 
 
 @task(name="run-cases", cache_policy=NO_CACHE)
@@ -141,11 +150,10 @@ def warn_absent_hit_ids(dataset: ApplicationContentDataset,
     source does not hold as searchable; returns them."""
     absent = application_content.absent_hit_ids(dataset, setup)
     if absent:
-        shown = ", ".join(absent[:10]) + (" …" if len(absent) > 10 else "")
         get_run_logger().warning(
             "%d expected hit id(s) of the dataset are not searchable records of %s, so "
             "their cases can only score through other ids: %s", len(absent), dataset.source,
-            shown)
+            named(absent, dataset.data_classification))
     return absent
 
 
