@@ -108,7 +108,9 @@ def test_grid_files(tmp_path: Path) -> None:
                                                   {"vector_weight": 0.6, "rrf_weight": 0.1}])
     for text, message in (("[]", "non-empty JSON list"), ("{}", "non-empty JSON list"),
                           ("[{}]", "sets no parameter"), ("not json", "not JSON"),
-                          ('[{"rerank_top_k": 10}]', "ranking parameter")):
+                          ('[{"rerank_top_k": 10}]', "ranking parameter"),
+                          ('[{"rrf_k": 60, "rrf_k": 20}]', "key 'rrf_k' appears twice"),
+                          ("[" * 100_000 + "]" * 100_000, "nested deeper than 32")):
         good.write_text(text)
         with pytest.raises(InvalidInputError, match=message):
             load_grid(str(good))

@@ -261,8 +261,10 @@ def test_a_dataset_of_no_known_kind_is_refused(runner: CliRunner, tmp_path: Path
 @pytest.mark.parametrize(("content", "message"), [
     (None, "cannot be read (No such file or directory)"),
     (b"{", "not JSON (line 1, column 2: Expecting property name"),
-    (b'{"cases": [], "cases": []}', "not JSON (key 'cases' appears twice"),
+    (b'{"cases": [], "cases": []}', "key 'cases' appears twice"),
     (b"\xff{}", "not UTF-8"),
+    (b'{"cases": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "JSON nested deeper than 32"),
+    (b'{"cases": ' + b"[" * 40 + b"]" * 40 + b"}", "JSON nested deeper than 32"),
 ])
 def test_an_unreadable_file_says_why(runner: CliRunner, tmp_path: Path,
                                      content: bytes | None, message: str) -> None:

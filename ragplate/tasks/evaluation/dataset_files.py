@@ -95,27 +95,36 @@ def strict_json(text: str) -> Any:
     return json.loads(text, object_pairs_hook=_unique_keys)
 
 
-def _decode(path: Path) -> tuple[bytes, Any]:
+def read_json(path: Path, *, max_bytes: int = MAX_FILE_BYTES,
+              name: str | None = None) -> tuple[bytes, Any]:
+    """The bytes and decoded JSON of the file at ``path``, read as datasets are: at most
+    ``max_bytes`` bytes, UTF-8, no key twice in one object, nested at most
+    :data:`MAX_JSON_DEPTH` levels. Raises :class:`DatasetError` naming ``name`` (the
+    path when none is given)."""
+    label = name or str(path)
     try:
         size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise DatasetError(f"{path}: {size} bytes, above the cap of {MAX_FILE_BYTES}")
+        if size > max_bytes:
+            raise DatasetError(f"{label}: {size} bytes, above the cap of {max_bytes}")
         raw = path.read_bytes()
     except OSError as exc:
-        raise DatasetError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
-    if len(raw) > MAX_FILE_BYTES:  # the file grew between stat and read
-        raise DatasetError(f"{path}: above the cap of {MAX_FILE_BYTES} bytes")
+        raise DatasetError(f"{label}: cannot be read ({exc.strerror or exc})") from exc
+    if len(raw) > max_bytes:  # the file grew between stat and read
+        raise DatasetError(f"{label}: above the cap of {max_bytes} bytes")
+    deep = DatasetError(f"{label}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         data = strict_json(raw.decode("utf-8"))
     except DuplicateKeyError as exc:
-        raise DatasetError(f"{path}: {exc}") from exc
+        raise DatasetError(f"{label}: {exc}") from exc
     except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 (byte {exc.start})") from exc
+        raise DatasetError(f"{label}: not UTF-8 (byte {exc.start})") from exc
     except RecursionError as exc:
-        raise DatasetError(f"{path}: JSON nested deeper than {MAX_JSON_DEPTH} levels") from exc
+        raise deep from exc
     except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: "
+        raise DatasetError(f"{label}: not JSON (line {exc.lineno}, column {exc.colno}: "
                            f"{exc.msg})") from exc
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise deep
     return raw, data
 
 
@@ -176,9 +185,7 @@ def read_dataset(path: Path | str, kind: type[Any], *,
     schema of ``kind``. A ``private`` dataset inside ``project`` is refused.
     """
     file = Path(path)
-    raw, data = _decode(file)
-    if json_depth(data) > MAX_JSON_DEPTH:
-        raise DatasetError(f"{file}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    raw, data = read_json(file)
     if not isinstance(data, dict):
         raise DatasetError(f"{file}: the root must be a JSON object")
     cases = data.get("cases")

@@ -29,7 +29,6 @@ suite; a report is checked against the suite of its kind.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -40,7 +39,7 @@ from ragplate.catalog.datasets import (
     DocumentationDataset,
 )
 from ragplate.catalog.errors import InvalidInputError
-from ragplate.tasks.evaluation.dataset_files import strict_json
+from ragplate.tasks.evaluation.dataset_files import read_json
 from ragplate.tasks.evaluation.expectations import Validation, naming
 
 #: What shows a dataset's kind: keys at the top level, keys inside the cases.
@@ -53,6 +52,8 @@ REPORT_MARKS: dict[DatasetKind, frozenset[str]] = {
     "documentation": frozenset({"index_profile"}),
     "application_content": frozenset({"source"}),
 }
+#: The largest file checked: a dataset's cap, with room for a tuning report's candidates.
+MAX_CHECKED_BYTES = 10_000_000
 _SPOKEN = {"documentation": "documentation", "application_content": "application-content"}
 _ARTICLE = {"documentation": "a", "application_content": "an"}
 _NOT_READ = "not an evaluation dataset or report"
@@ -192,19 +193,7 @@ def check_file(path: Path, kind: DatasetKind | None = None) -> FileCheck:
     returns the passed check, raises :class:`InvalidInputError` naming the file (a
     :class:`~ragplate.catalog.datasets.DatasetError` or an
     :class:`~ragplate.tasks.evaluation.expectations.ExpectationsFailed`) otherwise."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidInputError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
-    except ValueError as exc:
-        raise InvalidInputError(f"{path}: not UTF-8 ({exc})") from exc
-    try:
-        data: Any = strict_json(text)
-    except json.JSONDecodeError as exc:  # worded as the datasets' reader words it
-        raise InvalidInputError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: "
-                                f"{exc.msg})") from exc
-    except ValueError as exc:
-        raise InvalidInputError(f"{path}: not JSON ({exc})") from exc
+    data: Any = read_json(path, max_bytes=MAX_CHECKED_BYTES)[1]
     other = other_file(data) if isinstance(data, dict) else None
     if other is not None:
         raise InvalidInputError(f"{path} is {other}")

@@ -12,12 +12,12 @@ scores.
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 from typing import Any
 
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.search_tuning import ParamSet, check_params
+from ragplate.tasks.evaluation.dataset_files import read_json
 
 #: (keyword, vector, hybrid): the L0 weights first, then the planner's short-query split,
 #: then one leaning on each strategy and an even split.
@@ -67,13 +67,6 @@ def load_grid(grid: str) -> tuple[str, list[ParamSet]]:
     if grid == "default":
         return "default", default_grid()
     path = Path(grid)
-    try:
-        if path.stat().st_size > MAX_GRID_BYTES:
-            raise InvalidInputError(f"--grid {grid}: above the cap of {MAX_GRID_BYTES} bytes")
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InvalidInputError(f"--grid {grid}: cannot be read ({exc.strerror or exc})") \
-            from None
-    except ValueError as exc:
-        raise InvalidInputError(f"--grid {grid}: not JSON ({exc})") from None
+    # Read as datasets are: caps, UTF-8, no key twice (the second would replace the first).
+    data = read_json(path, max_bytes=MAX_GRID_BYTES, name=f"--grid {grid}")[1]
     return path.name, parse_grid(data, f"--grid {grid}")
