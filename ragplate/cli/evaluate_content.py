@@ -37,7 +37,9 @@ def run_flow(output: Path, force: bool, flow_name: str, **parameters: Any) -> di
     from ragplate.tasks.evaluation.dataset_files import read_dataset
     from ragplate.tasks.evaluation.reports import check_output
 
-    check_output(output, force=force, inputs=[parameters["dataset"]])
+    grid = parameters.get("grid", "default")
+    check_output(output, force=force, inputs=[parameters["dataset"]],
+                 also_reads={} if grid == "default" else {"the --grid file": grid})
     settings = get_settings()
     # The dataset and --source too: a mistake there must not start services or leave a
     # failed flow run behind.

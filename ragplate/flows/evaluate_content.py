@@ -157,6 +157,8 @@ def tune_retrieval(source: str, dataset: str, output: str, force: bool = False,
     _check_setup(setup)
     guards = Safeguards(metric=metric, holdout=holdout, min_class_cases=min_class_cases,
                         class_margin=class_margin, noise_margin=noise_margin)
+    if grid != "default":
+        steps.check_output(output, force, dataset, grid=grid)
     grid_name, candidates = load_grid(grid)
     path, loaded, content, recorded, context = _record(Runtime(get_settings()), source,
                                                        dataset, output, force, setup)

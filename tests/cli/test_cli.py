@@ -178,6 +178,19 @@ def test_force_does_not_let_a_report_overwrite_its_dataset(ragplate_home: Path,
     assert dataset.read_text() == '{"cases": []}\n'
 
 
+def test_force_does_not_let_a_tuning_report_overwrite_its_grid(ragplate_home: Path) -> None:
+    dataset = ragplate_home / "set.json"
+    dataset.write_text('{"cases": []}\n')
+    grid = ragplate_home / "grid.json"
+    grid.write_text('[{"rrf_k": 20}]\n')
+    result = ragplate(ragplate_home, "tune-retrieval", "--dataset", str(dataset), "--grid",
+                      str(grid), "--output", str(grid), "--force")
+
+    assert result.returncode == 2, result.stderr
+    assert "the --grid file this run reads" in result.stderr
+    assert grid.read_text() == '[{"rrf_k": 20}]\n'
+
+
 def test_a_cases_file_does_not_overwrite_the_dataset_either(ragplate_home: Path) -> None:
     dataset = ragplate_home / "set.json"
     dataset.write_text('{"cases": []}\n')

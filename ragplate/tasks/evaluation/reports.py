@@ -47,19 +47,23 @@ def html_path(output: Path) -> Path:
 
 
 def check_output(output: Path | str, *, force: bool, option: str = "--output",
-                 page: bool = True, inputs: Iterable[Path | str] = ()) -> Path:
+                 page: bool = True, inputs: Iterable[Path | str] = (),
+                 also_reads: Mapping[str, Path | str] | None = None) -> Path:
     """Refuse an output that exists (without ``force``) or whose directory is missing or
-    not writable, and one that is a file the run reads (``inputs``: its dataset), even with
-    ``force``; returns the path. With ``page`` (a report, whose HTML page goes beside it)
-    also an HTML name, and an existing page. ``option`` names the output in the messages
-    (``--cases`` for the per-case file, which has no page). Run it before the evaluation,
-    so a long run does not end in a refusal."""
+    not writable, and one that is a file the run reads (``inputs``: its dataset;
+    ``also_reads``: other files it reads, by what they are, e.g. ``{"the --grid file":
+    path}``), even with ``force``; returns the path. With ``page`` (a report, whose HTML
+    page goes beside it) also an HTML name, and an existing page. ``option`` names the
+    output in the messages (``--cases`` for the per-case file, which has no page). Run it
+    before the evaluation, so a long run does not end in a refusal."""
     path = Path(output)
     written = {path.resolve(), *([html_path(path).resolve()] if page else [])}
-    for read in inputs:
+    reads = [(read, "the dataset") for read in inputs]
+    reads += [(read, what) for what, read in (also_reads or {}).items()]
+    for read, what in reads:
         if Path(read).resolve() in written:
-            # --force overwrites a report, never the dataset the report is made from.
-            raise InvalidInputError(f"{option} {path}: would overwrite {read}, the dataset "
+            # --force overwrites a report, never a file the report is made from.
+            raise InvalidInputError(f"{option} {path}: would overwrite {read}, {what} "
                                     "this run reads; choose another path")
     if page and path.suffix.lower() == ".html":
         raise InvalidInputError(f"{option} {path}: names the JSON report, and its HTML page "

@@ -42,10 +42,12 @@ REPORT_SUITES = {
 
 
 @task(name="check-report-output", cache_policy=NO_CACHE)
-def check_output(output: str, force: bool, dataset: str | None = None) -> Path:
+def check_output(output: str, force: bool, dataset: str | None = None, *,
+                 grid: str | None = None) -> Path:
     """Refuse an existing report (without ``force``), an unwritable directory, or the
-    dataset's own path."""
-    return reports.check_output(output, force=force, inputs=[dataset] if dataset else [])
+    path of the dataset or of the ``--grid`` file the run reads."""
+    return reports.check_output(output, force=force, inputs=[dataset] if dataset else [],
+                                also_reads={"the --grid file": grid} if grid else None)
 
 
 @task(name="check-cases-output", cache_policy=NO_CACHE)

@@ -236,6 +236,10 @@ def test_force_never_lets_a_report_or_cases_file_overwrite_the_dataset(
         check_extra_output(dataset, option="--cases", report=tmp_path / "r.json", force=True,
                            inputs=[dataset])
     assert dataset.read_text() == '{"cases": []}'
+    grid = tmp_path / "grid.json"
+    with pytest.raises(InvalidInputError, match=r"would overwrite .*grid\.json, the --grid "
+                                                r"file this run reads"):
+        check_output(grid, force=True, inputs=[dataset], also_reads={"the --grid file": grid})
     # Another path is written as before.
     assert check_output(tmp_path / "r.json", force=True, inputs=[dataset]) == tmp_path / "r.json"
 
