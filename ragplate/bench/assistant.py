@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ragplate.bench.scratch import scratch_home, write_figures
+from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.intent_model import IntentModel
 from ragplate.tasks.assistant.guard import intent_verdict
 from ragplate.tasks.assistant.screening import screen_normalised
@@ -51,7 +52,19 @@ LONG_MESSAGES = ("a" * MAX_CHARS, "é" * MAX_CHARS, ("QUFBQUFBQUFBQUFB " * 236)[
 
 
 def _parts(path: Path, trained_on: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    cases = json.loads(path.read_text(encoding="utf-8"))["cases"]
+    """A screening dataset's cases, read as datasets are (caps, UTF-8, exact keys), each
+    with an ``id``, a ``query``, ``expect_refusal`` and a ``locale``; a file that is none
+    is refused naming it and the case."""
+    from ragplate.tasks.assistant.intent import screening_problem
+    from ragplate.tasks.evaluation.dataset_files import read_json
+
+    data = read_json(path)[1]
+    cases = data.get("cases") if isinstance(data, dict) else None
+    problem = screening_problem(cases) or next(
+        (f"case {case['id']!r}, field 'locale': missing or not a str"
+         for case in cases or [] if not isinstance(case.get("locale"), str)), None)
+    if problem is not None or not isinstance(cases, list):
+        raise InvalidInputError(f"--dataset {path}: not a screening dataset ({problem})")
     return {f"{path.stem} (trained on)" if path.name in trained_on else path.stem: cases}
 
 

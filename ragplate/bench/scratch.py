@@ -67,6 +67,9 @@ def _exit_on_sigterm(signum: int, _frame: object) -> None:
 
 
 def write_figures(output: Path, figures: dict[str, Any]) -> None:
-    """The figures as indented JSON at ``output`` (its directory created)."""
+    """The figures as indented JSON at ``output`` (its directory created), written whole
+    or not at all (a temporary file beside it, then renamed)."""
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(figures, indent=2) + "\n")
+    partial = output.with_name(f".{output.name}.partial")
+    partial.write_text(json.dumps(figures, indent=2) + "\n")
+    partial.replace(output)

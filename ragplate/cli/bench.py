@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -42,7 +43,7 @@ def indexing(
 
     _directory(corpus, "--corpus")
     _directory(datasets, "--datasets")
-    run(corpus=corpus, datasets=datasets, output=output, store=_store(store))
+    run(corpus=corpus, datasets=datasets, output=_output(output), store=_store(store))
 
 
 def _directory(path: Path, option: str) -> Path:
@@ -63,6 +64,20 @@ def _files(paths: list[Path], option: str) -> list[Path]:
         if not path.is_file():
             raise InvalidInputError(f"{option} {path}: no such file")
     return paths
+
+
+def _output(path: Path) -> Path:
+    """``path`` when the figures can be written there (a file, or a file to create in a
+    directory that exists or can be made); refused before any service starts, not after a
+    run of many minutes."""
+    from ragplate.catalog.errors import InvalidInputError
+
+    if path.is_dir():
+        raise InvalidInputError(f"--output {path}: is a directory, not a file")
+    parent = next((p for p in path.absolute().parents if p.exists()), None)
+    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"--output {path}: {parent} is not a writable directory")
+    return path
 
 
 def _profile(key: str, option: str) -> str:
@@ -118,7 +133,7 @@ def switch(
     """
     from ragplate.bench.switch import run
 
-    run(records=records, output=output, source=_profile(source, "--source"),
+    run(records=records, output=_output(output), source=_profile(source, "--source"),
         target=_profile(target, "--target"), store=_store(store), rework=rework)
 
 
@@ -146,7 +161,7 @@ def fusion(
     datasets = dataset or [DEFAULT_DATASETS / "2026-09-17-developer-core-baseline.json",
                            DEFAULT_DATASETS / "2026-09-18-developer-retrieval.json"]
     run(corpus=_directory(corpus, "--corpus"), datasets=_files(datasets, "--dataset"),
-        output=output)
+        output=_output(output))
 
 
 def hostile(
@@ -165,7 +180,7 @@ def hostile(
     """
     from ragplate.bench.hostile import run
 
-    run(corpus=_directory(corpus, "--corpus"), output=output)
+    run(corpus=_directory(corpus, "--corpus"), output=_output(output))
 
 
 def retrieval(
@@ -203,7 +218,7 @@ def retrieval(
                            PROJECT_ROOT / "datasets" / "documentation-laraplate-dev.json",
                            PROJECT_ROOT / "datasets" / "documentation-laraplate-heldout.json"]
     run(corpus=_directory(corpus, "--corpus"), datasets=_files(datasets, "--dataset"),
-        output=output, only=recipe or [])
+        output=_output(output), only=recipe or [])
 
 
 def assistant(
@@ -230,7 +245,8 @@ def assistant(
 
     datasets = dataset or [*sorted((PROJECT_ROOT / "datasets").glob("assistant-screening*.json")),
                            DEFAULT_DATASETS / "assistant-injection.json"]
-    run(datasets=_files(datasets, "--dataset"), docs=_directory(docs, "--docs"), output=output)
+    run(datasets=_files(datasets, "--dataset"), docs=_directory(docs, "--docs"),
+        output=_output(output))
 
 
 def register(app: typer.Typer) -> None:
