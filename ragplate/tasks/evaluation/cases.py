@@ -16,7 +16,7 @@ from typing import Any
 
 from ragplate.catalog.datasets import DocumentationDataset
 from ragplate.catalog.errors import BelowThresholdError, InvalidInputError
-from ragplate.tasks.evaluation.metrics import first_rank, ratio
+from ragplate.tasks.evaluation.metrics import first_rank, rounded
 from ragplate.tasks.evaluation.pages import html_table, render_html
 from ragplate.tasks.evaluation.scoring import CaseOutcome
 
@@ -69,11 +69,30 @@ def cases_document(report: dict[str, Any], rows: list[dict[str, Any]]) -> dict[s
 
 
 def hit_at(outcomes: Sequence[CaseOutcome], depth: int = HIT_DEPTH) -> float:
-    """Share of the cases with expected labels that have one in the first ``depth``."""
+    """Share of the cases with expected labels that have one in the first ``depth``,
+    rounded as reports round (see :func:`exact_figures` for the figure itself)."""
+    return rounded(exact_figures(outcomes, depth)[0])
+
+
+def exact_figures(outcomes: Sequence[CaseOutcome], depth: int = HIT_DEPTH
+                  ) -> tuple[float, float]:
+    """hit@``depth`` and MRR over the cases with expected labels, unrounded: a threshold
+    is held to the figure, not to the report's four decimals (0 without such a case)."""
     scored = [o for o in outcomes if o.relevant]
-    hits = sum(1 for o in scored
-               if (rank := first_rank(o.ranked, o.relevant)) is not None and rank <= depth)
-    return ratio(hits, len(scored))
+    if not scored:
+        return 0.0, 0.0
+    ranks = [first_rank(o.ranked, o.relevant) for o in scored]
+    hits = sum(1 for rank in ranks if rank is not None and rank <= depth)
+    reciprocal = sum(1.0 / rank for rank in ranks if rank is not None)
+    return hits / len(scored), reciprocal / len(scored)
+
+
+def _shown(value: float, minimum: float) -> float:
+    """``value`` with as few decimals (4 at least) as show it below ``minimum``."""
+    for decimals in range(4, 16):
+        if round(value, decimals) < minimum:
+            return round(value, decimals) + 0.0
+    return value
 
 
 @dataclass(frozen=True)
@@ -109,11 +128,12 @@ def misses(thresholds: Thresholds, outcomes: Sequence[CaseOutcome],
            report: dict[str, Any]) -> list[dict[str, Any]]:
     """Each threshold the run misses, as ``{"threshold": "--min-mrr", "minimum": 0.99,
     "value": 0.6042}`` (what ``--json`` prints beside the report)."""
+    hit, mrr = exact_figures(outcomes)
     measured: list[tuple[str, float | None, float]] = [
-        ("--min-hit-at-5", thresholds.min_hit_at_5, hit_at(outcomes)),
-        ("--min-mrr", thresholds.min_mrr, float(report["metrics"]["mean_reciprocal_rank"])),
+        ("--min-hit-at-5", thresholds.min_hit_at_5, hit),
+        ("--min-mrr", thresholds.min_mrr, mrr),
     ]
-    return [{"threshold": flag, "minimum": minimum, "value": value}
+    return [{"threshold": flag, "minimum": minimum, "value": _shown(value, minimum)}
             for flag, minimum, value in measured if minimum is not None and value < minimum]
 
 

@@ -30,7 +30,8 @@ OUTCOMES = [
     outcome("answered", ("z",), expect_empty=True),
     outcome("broken", (), ("q",), unavailable=True),
 ]
-REPORT = {"metrics": {"mean_reciprocal_rank": 0.3667}}
+# The figure the report shows; thresholds are held to the outcomes themselves.
+REPORT = {"metrics": {"mean_reciprocal_rank": 0.3889}}
 
 
 def test_a_case_passes_with_a_relevant_label_in_the_first_five_or_an_empty_refusal() -> None:
@@ -59,16 +60,28 @@ def test_figures_below_their_thresholds_are_named() -> None:
     assert below(Thresholds(), OUTCOMES, REPORT) == []
     assert below(Thresholds(min_hit_at_5=0.3, min_mrr=0.3), OUTCOMES, REPORT) == []
     assert below(Thresholds(min_hit_at_5=0.5, min_mrr=0.99), OUTCOMES, REPORT) == [
-        "hit@5 0.3333 < --min-hit-at-5 0.5", "MRR 0.3667 < --min-mrr 0.99"]
+        "hit@5 0.3333 < --min-hit-at-5 0.5", "MRR 0.3889 < --min-mrr 0.99"]
     with pytest.raises(BelowThresholdError,
-                       match=r"MRR 0.3667 < --min-mrr 0.99 \(report r.json") as raised:
+                       match=r"MRR 0.3889 < --min-mrr 0.99 \(report r.json") as raised:
         enforce(Thresholds(min_mrr=0.99), OUTCOMES, REPORT, "r.json")
     # It carries what --json prints, and keeps it through pickling (Prefect may persist it).
-    missed = [{"threshold": "--min-mrr", "minimum": 0.99, "value": 0.3667}]
+    missed = [{"threshold": "--min-mrr", "minimum": 0.99, "value": 0.3889}]
     assert (raised.value.failed, raised.value.report) == (missed, REPORT)
     copy = pickle.loads(pickle.dumps(raised.value))
     assert (str(copy), copy.failed, copy.report) == (str(raised.value), missed, REPORT)
     assert BelowThresholdError.exit_code == 1
+
+
+def test_a_threshold_is_held_to_the_figure_not_to_its_four_decimals() -> None:
+    # MRR 8/9 = 0.888…, shown 0.8889 in the report: below a minimum of 0.88889.
+    nine = [outcome(f"c{n}", ("a",), ("a",)) for n in range(8)]
+    nine.append(outcome("c8", ("x", "a"), ("a",)))
+    nine = [*nine[:7], outcome("c7", (), ("a",)), nine[8]]
+    report = {"metrics": {"mean_reciprocal_rank": 0.8333}}
+    # 7 at rank 1, one missed, one at rank 2: (7 + 0.5) / 9 = 0.8333…; hit@5 8/9.
+    assert below(Thresholds(min_mrr=0.83334, min_hit_at_5=0.88889), nine, report) == [
+        "hit@5 0.888889 < --min-hit-at-5 0.88889", "MRR 0.8333 < --min-mrr 0.83334"]
+    assert below(Thresholds(min_mrr=0.8333, min_hit_at_5=0.8888), nine, report) == []
 
 
 @pytest.mark.parametrize("value", [-0.1, 1.5])
