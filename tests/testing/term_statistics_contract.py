@@ -12,7 +12,7 @@ from typing import cast
 
 import pytest
 
-from ragplate.infra.stores import word_counts
+from ragplate.infra.stores import es_recount, pg_recount, word_counts
 from ragplate.infra.stores.base import (
     DocumentStore,
     StoredWordCounts,
@@ -155,6 +155,9 @@ class TermStatisticsContract:
         counts as it is asked has nothing to read again."""
         store: DocumentStore = store_factory("developer", TINY)
         other: DocumentStore = store_factory("user", TINY)
+        # A batch (page) of one chunk: the recount's paging runs too.
+        monkeypatch.setattr(pg_recount, "BATCH", 1)
+        monkeypatch.setattr(es_recount, "PAGE", 1)
         with monkeypatch.context() as older:
             older.setattr(word_counts, "reading_mark", lambda: " reading:older")
             load(store, [chunk("a.md", 0, "Rebuild the index", locale="en"),

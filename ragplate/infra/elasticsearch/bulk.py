@@ -20,9 +20,10 @@ _MAPPING = ("strict_dynamic_mapping_exception", "document_parsing_exception",
 
 
 def bulk(client: Elasticsearch, actions: Iterable[dict[str, Any]], *, index: str,
-         retries: int, recreate: str | None = None) -> int:
+         retries: int, recreate: str | None = None, skip_missing: bool = False) -> int:
     """Send ``actions`` (``helpers.bulk`` actions with ``_index``); returns the items
-    written. Refused items other than 429 raise after the rest were sent."""
+    written. Refused items other than 429 raise after the rest were sent; with
+    ``skip_missing``, an update of a document deleted meanwhile (404) is skipped."""
     from elasticsearch import helpers
 
     def run() -> tuple[int, list[dict[str, Any]]]:
@@ -37,6 +38,8 @@ def bulk(client: Elasticsearch, actions: Iterable[dict[str, Any]], *, index: str
         return written, failed
 
     written, failed = call(run, index, recreate=recreate)
+    if skip_missing:
+        failed = [item for item in failed if _status(item) != 404]
     if failed:
         first = next(iter(failed[0].values()))
         error = first.get("error", {}) if isinstance(first, dict) else {}
@@ -50,3 +53,9 @@ def bulk(client: Elasticsearch, actions: Iterable[dict[str, Any]], *, index: str
             raise IndexMappingError(line + hint)
         raise SearchEngineError(line)
     return written
+
+
+def _status(item: dict[str, Any]) -> Any:
+    """The HTTP status of one refused bulk item (``{"update": {"status": 404, …}}``)."""
+    first = next(iter(item.values()), None)
+    return first.get("status") if isinstance(first, dict) else None

@@ -47,10 +47,12 @@ def recount(client: Elasticsearch, name: str, *, retries: int,
             source_includes=["source", "text", "metadata"], **extra), name)
         hits = [] if page is None else page["hits"]["hits"]
         if hits:
+            # A chunk a concurrent write replaced is gone (404): nothing to count again.
             done += bulk(client, ({"_op_type": "update", "_index": name, "_id": hit["_id"],
+                                   "retry_on_conflict": 3,
                                    "doc": {"terms": _terms(hit["_source"])}}
                                   for hit in hits), index=name, retries=retries,
-                         recreate=recreate)
+                         recreate=recreate, skip_missing=True)
         if len(hits) < PAGE:
             if done:
                 call(lambda: client.indices.refresh(index=name), name)

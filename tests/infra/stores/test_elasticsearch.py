@@ -199,3 +199,39 @@ def test_an_index_made_before_words_were_counted_gets_them_without_a_rewrite(
         assert {h.source for h in store.search(Q, top_k=5)} == {"a.md", "b.md"}
     finally:
         store.reset()
+
+
+def test_a_chunk_replaced_while_its_words_are_counted_again_is_skipped(
+    es_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that replaces a source between the recount's search and its update leaves
+    the update a document that is gone (404): skipped, not a failed recount."""
+    from ragplate.infra.stores import word_counts
+    from ragplate.infra.stores.base import recount_words, stale_word_counts
+    from ragplate.infra.stores.lexical import tokens
+    from tests.testing.document_store_contract import load, records
+    from tests.testing.keyword_search_contract import chunk
+
+    store = ElasticsearchStore.from_settings(f"race-{uuid.uuid4().hex[:6]}", TINY,
+                                             es_settings)
+    try:
+        with monkeypatch.context() as older:
+            older.setattr(word_counts, "reading_mark", lambda: " reading:older")
+            load(store, [chunk("a.md", 0, "Rebuild the index", locale="en"),
+                         chunk("b.md", 0, "Index pages", locale="en")])
+        search = store.client.search
+
+        def search_then_replace(*args: object, **kwargs: object) -> object:
+            found = search(*args, **kwargs)  # type: ignore[arg-type]
+            monkeypatch.setattr(store.client, "search", search)
+            fresh = [chunk("b.md", 0, "Index pages", locale="en")]
+            store.replace_sources(fresh, records(fresh, TINY, "v2"))
+            return found
+
+        monkeypatch.setattr(store.client, "search", search_then_replace)
+        assert recount_words(store) == 1
+        [word] = tokens("index", "english")
+        assert stale_word_counts(store) == 0
+        assert store.term_frequencies([word]) == (2, {word: 2})
+    finally:
+        store.reset()

@@ -135,6 +135,36 @@ def test_chunks_another_release_counted_leave_it_to_the_flow_which_counts_them_a
     assert check(runtime, corpus) is not None
 
 
+def test_a_recount_that_fails_leaves_the_run_and_its_writes_standing(
+    runtime: Runtime, corpus: Path, engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The counts only weigh the coverage check's words: a failing recount is a warning,
+    the run's writes stand, and the next run tries again."""
+    from ragplate.catalog.errors import StoreError
+    from ragplate.infra.stores.pgvector import PgvectorStore
+
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "UPDATE rag_chunks SET terms = array_replace(terms, :mark, ' reading:older') "
+            "WHERE index_name = 'developer' AND source LIKE 'utd/%'"),
+            {"mark": reading_mark()})
+    (corpus / "setup.md").write_text("# Setup\n\nRun the new installer.\n")
+
+    def fail(self: PgvectorStore) -> int:
+        raise StoreError("pgvector store developer: connection lost")
+
+    monkeypatch.setattr(PgvectorStore, "recount_words", fail)
+    rows = flow_rows(corpus)
+
+    assert rows[0]["re_embedded"] == 1
+    store = runtime.store("developer")
+    assert store.stale_word_counts() == 1  # type: ignore[attr-defined]
+    assert check(runtime, corpus) is None
+    monkeypatch.undo()
+    flow_rows(corpus)
+    assert store.stale_word_counts() == 0  # type: ignore[attr-defined]
+
+
 def test_a_held_index_lock_is_refused_at_once_whatever_the_options(
     runtime: Runtime, corpus: Path, engine: sa.Engine
 ) -> None:
