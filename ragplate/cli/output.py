@@ -256,6 +256,9 @@ def configure_logging() -> None:
     handler.setFormatter(_RunFormatter("%(levelname)s %(name)s: %(message)s"))
     handler.addFilter(_RunRecordsOnce())
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    # The Elasticsearch client warns of every retry with its traceback; the command's one
+    # error line names the cluster and the reason when the retries are spent.
+    logging.getLogger("elastic_transport").setLevel(logging.ERROR)
 
 
 def quiet_expected_errors() -> None:

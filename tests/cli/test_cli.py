@@ -534,3 +534,15 @@ def test_postgresql_stopping_under_a_flow_run_is_one_line_and_exit_3(
         assert err.startswith("\nError: the Prefect server failed at "
                               "http://127.0.0.1:4200/api/flow_runs/x/set_state (HTTP 500): its "
                               "database, PostgreSQL, may have stopped")
+
+
+@pytest.mark.integration
+def test_an_unreachable_elasticsearch_is_one_error_line(ragplate_home: Path) -> None:
+    """The client's warnings of each retry, with their tracebacks, stay off the console."""
+    result = ragplate(ragplate_home, "sources", "list",
+                      RAGPLATE_ELASTICSEARCH_URL="http://127.0.0.1:9",
+                      RAGPLATE_ELASTICSEARCH_RETRIES="2")
+
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert result.stderr.startswith("Error: Elasticsearch is unreachable: ")

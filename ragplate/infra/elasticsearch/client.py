@@ -90,7 +90,7 @@ def check_version(client: Elasticsearch, url: str) -> None:
     """Refuse a server whose major version is not :data:`MAJOR` (once per URL)."""
     if url in _checked:
         return
-    info = call(lambda: client.info(), "the cluster")
+    info = call(lambda: client.info(), CLUSTER)
     number = str(info.get("version", {}).get("number", "?"))
     if number.split(".", 1)[0] != str(MAJOR):
         raise EngineVersionError(
@@ -146,6 +146,10 @@ def error_type(exc: BaseException) -> str | None:
     return None
 
 
+#: What :func:`call` names for a request about the cluster, not an index.
+CLUSTER = "the cluster"
+
+
 def call(request: Callable[[], T], index: str, *, recreate: str | None = None) -> T:
     """Run ``request``; an error becomes one :class:`SearchEngineError` line naming
     ``index`` (a mapping conflict an :class:`IndexMappingError` naming ``recreate``, the
@@ -164,8 +168,9 @@ def call(request: Callable[[], T], index: str, *, recreate: str | None = None) -
             ) from None
         raise SearchEngineError(f"Elasticsearch index {index}: {reason(exc)}") from None
     except TransportError as exc:
+        where = "" if index == CLUSTER else f" (for index {index})"
         raise SearchEngineError(
-            f"Elasticsearch (for index {index}) is unreachable: {reason(exc)}") from None
+            f"Elasticsearch{where} is unreachable: {reason(exc)}") from None
 
 
 def call_or_none(request: Callable[[], T], index: str) -> T | None:
