@@ -98,6 +98,20 @@ def terminal_safe(text: str) -> str:
     return _TERMINAL_CONTROLS.sub(_shown, _DROPPED.sub("", text))
 
 
+#: A terminal's escape sequences as they arrive pasted from one: CSI (colours, ``ESC[31m``),
+#: OSC (titles, links, ended by BEL or ``ESC\\``) and two-character escapes.
+_ESCAPE_SEQUENCES = re.compile(
+    "\x1b\\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]"
+    "|\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|\x1b[@-_]?")
+
+
+def plain_question(text: str) -> str:
+    """``text`` as words to search and weigh: a terminal's escape sequences (``ESC[31m``:
+    no words, though ``31m`` would read as one) and the other controls a terminal obeys
+    become spaces. A question pasted from a coloured terminal asks what its words ask."""
+    return _TERMINAL_CONTROLS.sub(" ", _ESCAPE_SEQUENCES.sub(" ", text))
+
+
 #: What a model's text may not bring in: NUL and the other C0 controls but tab, newline
 #: and carriage return, DEL, C1 controls, the bidi overrides and isolates that make a line
 #: show other than it reads, and lone surrogates (which cannot be stored or encoded).

@@ -64,3 +64,16 @@ def test_a_models_text_loses_what_it_may_not_bring_in_and_keeps_what_it_may() ->
     assert model_data({"k\x00ey": ["v\u202ealue", 3, None, {"n": "x\x00"}]}) == {
         "key": ["value", 3, None, {"n": "x"}]}
 
+
+
+@pytest.mark.parametrize(("pasted", "read"), [
+    ("What is the best \x1b[31mlasagne\x1b[0m recipe?", "What is the best  lasagne  recipe?"),
+    ("a \x1b]0;window title\x07b", "a  b"),
+    ("x\x1b]8;;http://example.org\x1b\\link\x1b]8;;\x1b\\ y", "x link  y"),
+    ("c\x9b1mX\x00Y", "c X Y"),
+    ("plain è text\twith a tab", "plain è text\twith a tab"),
+])
+def test_a_pasted_terminals_escape_sequences_are_no_words(pasted: str, read: str) -> None:
+    from ragplate.catalog.text import plain_question
+
+    assert plain_question(pasted) == read

@@ -29,6 +29,7 @@ from ragplate.catalog.errors import (
     StructuredOutputError,
 )
 from ragplate.catalog.people import Person
+from ragplate.catalog.text import plain_question
 from ragplate.catalog.writes import text as writes_text
 from ragplate.infra.conversations import StoredMessage, insert_message, owned_conversation
 from ragplate.infra.models.chat import ChatModel
@@ -142,9 +143,11 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
             turn.text = text(locale, "too_long").format(limit=policy.max_input_chars)
         return turn
     on_phase("retrieving")
+    # Searched, weighed and answered by its words: a pasted terminal's colour codes are none.
+    question = plain_question(text_in)
     scope = resolve_scope(policy, context, lambda: sources.modules(policy.profile.index))
     access = _access(policy, person, scope)
-    hits = sources.retrieve(policy, access, text_in)
+    hits = sources.retrieve(policy, access, question)
     retrieved = time.perf_counter()
     evidence = build_evidence(hits)
     on_phase("generating")
@@ -153,9 +156,9 @@ def answer_turn(runtime: Runtime, *, person: Person, text_in: str,
     data = data_tools(runtime, policy, person) if chat is not None else None
     toolsets: list[Toolset] = [] if chat is None else [
         *([data] if data is not None else []), _ui_proposals(policy, context)]
-    turn = _complete(policy, locale, text_in, evidence.hits, meta, evidence, chat,
-                     lambda: sources.passages(policy, access, text_in, evidence.hits),
-                     toolsets, similarity=similarities(sources.embedder, text_in),
+    turn = _complete(policy, locale, question, evidence.hits, meta, evidence, chat,
+                     lambda: sources.passages(policy, access, question, evidence.hits),
+                     toolsets, similarity=similarities(sources.embedder, question),
                      frequencies=sources.frequencies(policy))
     turn.data = data
     if turn.status in ("answered", "clarification"):  # the model's own words

@@ -76,3 +76,18 @@ def test_a_question_sharing_only_a_common_word_is_abstained_on_by_its_weight(
     # A documentation question holds the rare words too.
     status, metadata = ask(settings, DOCUMENTATION)
     assert status == "answered" and metadata["question_coverage_weighted"] == 1.0
+
+
+def test_a_question_pasted_with_terminal_colours_is_read_by_its_words(
+        settings: Settings, developer_index: DocumentStore) -> None:
+    """``ESC[31m`` holds no word, though ``31m`` would read as one and count as a word
+    the question asks: the coloured question is weighed and answered as the plain one."""
+    def timeless(turn: tuple[str, dict[str, object]]) -> tuple[str, dict[str, object]]:
+        return turn[0], {k: v for k, v in turn[1].items() if k != "latency_ms"}
+
+    coloured = DOCUMENTATION.replace("unchanged", "\x1b[1;31munchanged\x1b[0m")
+    assert timeless(ask(settings, coloured)) == timeless(ask(settings, DOCUMENTATION))
+    everyday = EVERYDAY.replace("paint", "\x1b[31mpaint\x1b[0m")
+    status, metadata = ask(settings, everyday)
+    assert (status, metadata["question_coverage"]) == (
+        "abstained", ask(settings, EVERYDAY)[1]["question_coverage"])
