@@ -149,10 +149,12 @@ def find_topics(records: Sequence[Record], *, embed: Callable[[str], np.ndarray]
         for r in asked:
             locales.setdefault(grouping.normalised(str(r["query"])), Counter())[
                 str(r["locale"])] += 1
+        # Grouped by their content words; the nearest source is searched with the question.
         vectors = np.vstack([embed(text) for text, _ in wordings])
+        grouped = np.vstack([embed(grouping.topic_words(text)) for text, _ in wordings])
         weights = [float(n) for _, n in wordings]
-        for rows in grouping.group(vectors, threshold):
-            chosen = grouping.representative(vectors, rows, weights)
+        for rows in grouping.group(grouped, threshold):
+            chosen = grouping.representative(grouped, rows, weights)
             mix: Counter[str] = Counter()
             for row in rows:
                 mix.update(locales.get(grouping.normalised(wordings[row][0]), Counter()))

@@ -133,6 +133,7 @@ def test_the_representative_is_closest_to_the_weighted_centroid() -> None:
 def test_topics_per_index_with_counts_locales_and_sources() -> None:
     vectors = {"pdf export?": [1.0, 0.0], "export to pdf": [0.95, 0.31], "dark mode": [0, 1.0],
                "esporta pdf": [0.97, 0.24]}
+    vectors["export pdf"] = vectors["export to pdf"]  # its content words: grouped by them
     records = [rec(False, query="PDF export?"), rec(False, query="pdf export?", locale="it"),
                rec(False, query="export to PDF"), rec(False, query="esporta PDF", locale="it"),
                rec(False, query="dark mode"), rec(False, query="dark mode", index="developer"),
@@ -198,47 +199,49 @@ def test_a_topic_below_the_evidence_floor_is_marked_thin(settings: Settings) -> 
 
 # -- The grouping threshold, on paraphrases with the real model -----------------------------
 
-#: Six topics people ask a help assistant, in English and Italian; the labels are the truth
-#: the threshold is judged against.
-PARAPHRASES: dict[str, list[str]] = {
-    "export": ["How do I export my invoices to PDF?", "Can I download invoices as PDF files?",
-               "Export invoice PDF", "Is there a way to save an invoice as a PDF?",
-               "Come esporto le fatture in PDF?", "Posso scaricare una fattura in formato PDF?"],
-    "password": ["How do I reset my password?", "I forgot my password, how can I change it?",
-                 "Where do I change my password?", "Come reimposto la password?",
-                 "Ho dimenticato la password, come la cambio?"],
-    "2fa": ["How do I turn on two-factor authentication?", "Enable 2FA on my account",
-            "Can I use an authenticator app to log in?",
-            "Come attivo l'autenticazione a due fattori?"],
-    "dark": ["Is there a dark mode?", "How do I switch the interface to a dark theme?",
-             "Can I change the colours to dark?", "C'è una modalità scura?"],
-    "invite": ["How do I invite a colleague to my workspace?", "Add a new team member",
-               "Come invito un collega nello spazio di lavoro?"],
-    "delete": ["How do I delete my account?", "I want to close my account permanently",
-               "Come elimino il mio account?"],
-}
-GRID = [round(0.78 + 0.01 * i, 2) for i in range(15)]  # 0.78 … 0.92
+#: Help-centre intents in English and Italian (``datasets/analytics-topics.json``), their
+#: topic ids the truth the threshold is judged against; half held out by id.
+TOPICS = json.loads((ROOT / "datasets" / "analytics-topics.json").read_text())["topics"]
+GRID = [round(0.80 + 0.01 * i, 2) for i in range(12)]  # 0.80 … 0.91
+
+
+def f_half(precision: float, recall: float) -> float:
+    """F0.5: precision weighs double (see the topics module)."""
+    return 1.25 * precision * recall / (0.25 * precision + recall) if precision else 0.0
 
 
 @pytest.mark.integration
-def test_the_threshold_keeps_every_topic_pure_and_joins_most_paraphrases(
+def test_the_threshold_is_the_best_on_the_tuning_half_and_beats_whole_questions_on_the_test(
         embedder: Embedder) -> None:
-    texts = [t for group in PARAPHRASES.values() for t in group]
-    truth = [label for label, group in PARAPHRASES.items() for _ in group]
-    vectors = np.vstack([embedder.embed_query(t) for t in texts])
-    scores = {th: topics.pairwise_scores(topics.group(vectors, th), truth) for th in GRID}
-    precision, _, f1 = scores[topics.THRESHOLD]
-    assert precision == 1.0 and f1 >= 0.9, scores[topics.THRESHOLD]
-    # The chosen threshold is the highest-F1 one of those that mix no two topics …
-    pure = {th: s[2] for th, s in scores.items() if s[0] == 1.0}
-    assert f1 == max(pure.values())
-    # … a little lower, two topics share one; higher, paraphrases fall apart.
-    assert scores[0.80][0] < 1.0
-    assert scores[0.90][1] < 0.6
-    clusters = topics.group(vectors, topics.THRESHOLD)
-    export = next(c for c in clusters if texts.index("How do I export my invoices to PDF?")
-                  in c)
-    assert {texts[i] for i in export} == set(PARAPHRASES["export"])  # Italian included
+    from ragplate.tasks.evaluation.dataset_files import held_out
+
+    test = held_out([t["id"] for t in TOPICS], 0.5)
+    figures = {}
+    for part in ("tuning", "test"):
+        chosen = [t for t in TOPICS if (t["id"] in test) == (part == "test")]
+        truth = [t["id"] for t in chosen for _ in t["questions"]]
+        texts = [q for t in chosen for q in t["questions"]]
+        words = np.vstack([embedder.embed_query(topics.topic_words(q)) for q in texts])
+        whole = np.vstack([embedder.embed_query(q) for q in texts])
+        figures[part] = (
+            {th: topics.pairwise_scores(topics.group(words, th), truth)[:2] for th in GRID},
+            topics.pairwise_scores(topics.group(whole, 0.83), truth)[:2])
+    by_threshold, _ = figures["tuning"]
+    best = max(GRID, key=lambda th: f_half(*by_threshold[th]))
+    assert best == topics.THRESHOLD, {th: round(f_half(*s), 3) for th, s in by_threshold.items()}
+    # On the half not chosen on, against the former grouping (whole questions at 0.83):
+    # purer topics, and a better F0.5.
+    (precision, recall), (before_precision, before_recall) = (
+        figures["test"][0][topics.THRESHOLD], figures["test"][1])
+    assert precision > before_precision + 0.05, figures["test"]
+    assert f_half(precision, recall) > f_half(before_precision, before_recall)
+
+
+def test_a_wording_is_grouped_by_its_content_words() -> None:
+    assert topics.topic_words("How do I change my time zone?") == "change time zone"
+    assert topics.topic_words("Come cambio il fuso orario?") == "cambio fuso orario"
+    # No language told (no stop word): the whole wording.
+    assert topics.topic_words("Export invoice PDF") == "Export invoice PDF"
 
 
 # -- A seeded window, the user index and the developer index -----------------------------
@@ -346,13 +349,16 @@ def test_the_seeded_topics_and_where_the_corpus_is_thin(seeded: dict[str, Any]) 
     assert topics.normalised(export["representative"]) in {
         topics.normalised(str(q)) for _, _, q, _ in SEED[:5]}
     dark = topic_of(data, "Is there a dark mode?")
-    assert dark["count"] == 3 and dark["locales"] == {"en": 2, "it": 1}
+    assert dark["count"] == 2 and dark["locales"] == {"en": 2}
+    # The Italian wording stays apart: an intent's languages often do (see the topics
+    # module's figures), and a topic split in two is the cheaper mistake.
+    assert topic_of(data, "C'è una modalità scura?")["count"] == 1
     invite = topic_of(data, "How do I invite a colleague to my workspace?")
     assert invite["count"] == 2 and invite["locales"] == {"en": 1, "it": 1}
     indexing = topic_of(data, "How are unchanged sources skipped when indexing?")
     assert indexing["count"] == 2 and indexing["index"] == "developer"
     assert topic_of(data, INJECTION)["count"] == 1
-    assert sum(t["count"] for t in data["topics"]) == 13 and len(found) == 5
+    assert sum(t["count"] for t in data["topics"]) == 13 and len(found) == 6
     # Each topic's nearest source is in the index its questions were asked of.
     for topic in data["topics"]:
         source = topic["nearest_source"]
