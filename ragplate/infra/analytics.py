@@ -2,6 +2,11 @@
 :func:`make_query_log`, and its PostgreSQL implementation (table ``rag_queries``); the
 Elasticsearch one is :mod:`ragplate.infra.es_analytics`.
 
+A record is written only while its person still exists (:meth:`QueryLog.insert`): the API
+hands records to a background writer, so an erasure (``users delete``, ``analytics
+erase``) may run before a record it should have deleted is written; refusing the write of a
+person who is gone keeps their questions from coming back.
+
 Every function first asks whether the store exists: one an operator dropped makes the
 deletions no-ops (``0``) and the recorder's writes errors it logs, never a crash of the
 answer path.
@@ -9,15 +14,16 @@ answer path.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ragplate.catalog.analytics import check_fields
-from ragplate.catalog.schema import rag_queries
+from ragplate.catalog.schema import rag_queries, users
 
 if TYPE_CHECKING:
     from ragplate.catalog.settings import Settings
@@ -35,8 +41,10 @@ class QueryLog(Protocol):
         """Create the store; with ``force`` drop it first (its records are lost). Whether
         it was created (``False``: it existed and ``force`` was not given)."""
 
-    def insert(self, record: Mapping[str, Any]) -> None:
-        """Write one record (a field outside the field set is refused, nothing written)."""
+    def insert(self, record: Mapping[str, Any], *, user_id: int) -> bool:
+        """Write one record of the person ``user_id`` unless that person no longer exists
+        (erased with them: nothing written); whether it was written. A field outside the
+        field set is refused, nothing written. ``user_id`` is never stored."""
 
     def delete_before(self, cutoff: datetime) -> int:
         """Delete the records logged before ``cutoff``; how many (0 without a store)."""
@@ -60,9 +68,10 @@ class PostgresQueryLog:
         """See :class:`QueryLog`."""
         return create_store(self.engine, force=force)
 
-    def insert(self, record: Mapping[str, Any]) -> None:
+    def insert(self, record: Mapping[str, Any], *, user_id: int) -> bool:
         """See :class:`QueryLog`."""
-        insert_record(self.engine, record)
+        with self.engine.begin() as conn:
+            return insert_if_person(conn, record, user_id=user_id)
 
     def delete_before(self, cutoff: datetime) -> int:
         """See :class:`QueryLog`."""
@@ -77,13 +86,18 @@ class PostgresQueryLog:
         return read_records(self.engine, since=since)
 
 
-def make_query_log(settings: Settings, engine: Engine | None) -> QueryLog:
+def make_query_log(settings: Settings, engine: Engine | None, *,
+                   person_exists: Callable[[int], bool] | None = None) -> QueryLog:
     """The configured store: the ``{app}_rag_queries`` Elasticsearch index when
-    ``RAGPLATE_ELASTICSEARCH_URL`` is set, else the PostgreSQL table of ``engine``."""
+    ``RAGPLATE_ELASTICSEARCH_URL`` is set, else the PostgreSQL table of ``engine``.
+    ``person_exists`` (default: asked of ``engine``) is how the Elasticsearch store checks
+    a person before writing their record; without either it writes nothing."""
     if settings.uses_elasticsearch:
         from ragplate.infra.es_analytics import ElasticsearchQueryLog
 
-        return ElasticsearchQueryLog.from_settings(settings)
+        if person_exists is None and engine is not None:
+            person_exists = partial(person_exists_in, engine)
+        return ElasticsearchQueryLog.from_settings(settings, person_exists=person_exists)
     if engine is None:
         from ragplate.infra.database import get_engine
 
@@ -109,9 +123,34 @@ def create_store(engine: Engine, *, force: bool) -> bool:
     return True
 
 
+def person_exists_in(engine: Engine, user_id: int) -> bool:
+    """Whether the person ``user_id`` still exists (the Elasticsearch store's check)."""
+    with engine.connect() as conn:
+        return conn.execute(sa.select(sa.exists().where(users.c.id == user_id))).scalar_one()
+
+
+def insert_if_person(conn: Connection, record: Mapping[str, Any], *, user_id: int) -> bool:
+    """Write one record only while the person ``user_id`` exists; whether it was written.
+
+    One statement, ``INSERT … SELECT … WHERE EXISTS (… FOR KEY SHARE)``: the person's row is
+    locked until the transaction ends, so a concurrent ``DELETE`` of them either waits for
+    the record (and the erasure after it sees it) or commits first (and nothing is
+    written). A field outside the field set is refused before anything is sent."""
+    check_fields(dict(record))
+    names = list(record)
+    values = [sa.literal(record[n], type_=rag_queries.c[n].type).label(n) for n in names]
+    alive = (sa.select(sa.literal(1)).select_from(users).where(users.c.id == user_id)
+             .with_for_update(read=True, key_share=True))
+    query = sa.select(*values).where(sa.exists(alive))
+    written = conn.execute(rag_queries.insert().from_select(names, query)
+                           .returning(rag_queries.c.id)).first()
+    return written is not None
+
+
 def insert_record(engine: Engine, record: Mapping[str, Any]) -> None:
-    """Write one record; a field outside the field set is refused before anything is sent
-    (:class:`~ragplate.catalog.analytics.AnalyticsFieldError`)."""
+    """Write one record whoever it refers to: for seeding and tests; the API writes with
+    :func:`insert_if_person`. A field outside the field set is refused before anything is
+    sent (:class:`~ragplate.catalog.analytics.AnalyticsFieldError`)."""
     check_fields(dict(record))
     with engine.begin() as conn:
         conn.execute(rag_queries.insert().values(**record))

@@ -20,23 +20,28 @@ logger = logging.getLogger("ragplate.analytics")
 CAPACITY = 1000
 
 
+#: Writes one record of a person (their id, never stored: the store checks they still
+#: exist, so a person erased while their record waited is not logged again).
+Write = Callable[[dict[str, Any], int], object]
+
+
 class QueryWriter:
     """A bounded queue and the daemon thread that writes it with ``write``."""
 
-    def __init__(self, write: Callable[[dict[str, Any]], None], *,
-                 capacity: int = CAPACITY) -> None:
+    def __init__(self, write: Write, *, capacity: int = CAPACITY) -> None:
         self._write = write
-        self._queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=capacity)
+        self._queue: queue.Queue[tuple[dict[str, Any], int]] = queue.Queue(maxsize=capacity)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.dropped = 0
         self.failed = 0
 
-    def submit(self, record: dict[str, Any]) -> None:
-        """Hand ``record`` to the writer thread (started on first use); never blocks."""
+    def submit(self, record: dict[str, Any], *, user_id: int) -> None:
+        """Hand ``record`` of the person ``user_id`` to the writer thread (started on first
+        use); never blocks."""
         try:
             self._start()
-            self._queue.put_nowait(record)
+            self._queue.put_nowait((record, user_id))
         except queue.Full:
             self.dropped += 1
             logger.warning("query record dropped: the analytics writer is behind")
@@ -66,9 +71,9 @@ class QueryWriter:
 
     def _run(self) -> None:
         while True:
-            record = self._queue.get()
+            record, user_id = self._queue.get()
             try:
-                self._write(record)
+                self._write(record, user_id)
             except Exception as exc:
                 self.failed += 1
                 logger.warning("query record not written (%s)", exc.__class__.__name__)

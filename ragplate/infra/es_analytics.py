@@ -2,12 +2,17 @@
 :class:`~ragplate.infra.analytics.QueryLog` protocol), its mapping ``dynamic: strict``, so
 a field outside the privacy review's list is refused by Elasticsearch as well as before
 anything is sent. A record's ``id`` is its document id; the index is created with its
-mapping on the first write, never left for Elasticsearch to guess."""
+mapping on the first write, never left for Elasticsearch to guess.
+
+A record is written only when its person still exists in PostgreSQL, asked just before the
+write (``person_exists``). Unlike PostgreSQL's locked ``INSERT … WHERE EXISTS``, this leaves
+a window of one request: a person deleted and erased between the check and the write keeps
+that one record, which ``ragplate analytics erase ID --id`` removes."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,19 +32,25 @@ class ElasticsearchQueryLog:
     """:class:`~ragplate.infra.analytics.QueryLog` on one Elasticsearch index."""
 
     def __init__(self, client: Elasticsearch, name: str, *, shards: int = 1,
-                 replicas: int = 1) -> None:
+                 replicas: int = 1,
+                 person_exists: Callable[[int], bool] | None = None) -> None:
         self.client = client
         self.name = name
+        #: Whether a person still exists (PostgreSQL); without it nothing is written.
+        self.person_exists = person_exists
         self._settings = {"number_of_shards": shards, "number_of_replicas": replicas}
         self.recreate = "ragplate analytics create-store --force"
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ElasticsearchQueryLog:
+    def from_settings(cls, settings: Settings, *,
+                      person_exists: Callable[[int], bool] | None = None
+                      ) -> ElasticsearchQueryLog:
         """The configured index on the configured cluster."""
         from ragplate.infra.elasticsearch.client import connect
 
         return cls(connect(settings), settings.query_log_index,
-                   shards=settings.elasticsearch_shards, replicas=settings.elasticsearch_replicas)
+                   shards=settings.elasticsearch_shards, replicas=settings.elasticsearch_replicas,
+                   person_exists=person_exists)
 
     def _ensure(self) -> None:
         indexes.ensure_index(self.client, self.name, settings=self._settings,
@@ -58,13 +69,17 @@ class ElasticsearchQueryLog:
         self._ensure()
         return True
 
-    def insert(self, record: Mapping[str, Any]) -> None:
-        """See :class:`~ragplate.infra.analytics.QueryLog`."""
+    def insert(self, record: Mapping[str, Any], *, user_id: int) -> bool:
+        """See :class:`~ragplate.infra.analytics.QueryLog`: the person is looked up in
+        PostgreSQL just before the write (fail closed: not written without a way to)."""
         check_fields(dict(record))
+        if self.person_exists is None or not self.person_exists(user_id):
+            return False
         self._ensure()
         doc = {key: _plain(value) for key, value in record.items()}
         call(lambda: self.client.index(index=self.name, id=str(doc["id"]), document=doc,
                                        op_type="create"), self.name, recreate=self.recreate)
+        return True
 
     def _delete(self, query: dict[str, Any]) -> int:
         found = call_or_none(lambda: self.client.delete_by_query(

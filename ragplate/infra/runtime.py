@@ -63,13 +63,17 @@ class Runtime:
     @cached_property
     def query_writer(self) -> QueryWriter:
         """This process's writer of query records into the analytics store."""
-        return QueryWriter(lambda record: self.query_log.insert(record))
+        return QueryWriter(lambda record, user_id: self.query_log.insert(record,
+                                                                         user_id=user_id))
 
     @cached_property
     def query_log(self) -> analytics.QueryLog:
-        """The query analytics store (PostgreSQL, or Elasticsearch when configured)."""
+        """The query analytics store (PostgreSQL, or Elasticsearch when configured, which
+        asks PostgreSQL whether a person still exists only when it writes)."""
         engine = None if self.settings.uses_elasticsearch else self.engine
-        return analytics.make_query_log(self.settings, engine)
+        return analytics.make_query_log(
+            self.settings, engine,
+            person_exists=lambda user_id: analytics.person_exists_in(self.engine, user_id))
 
     @cached_property
     def record_search(self) -> RecordSearch:

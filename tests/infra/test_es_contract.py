@@ -63,7 +63,8 @@ def test_every_driver_operation_is_one_the_published_api_accepts(
                             tenants=["global"], limit=5)
         records.similarities(SHIPPED[CMS_CONTENTS], profile=TINY, vector=Q, keys=["1"])
         log = ElasticsearchQueryLog(client, f"{prefix}_rag_queries")
-        log.insert(record("ref"))
+        log.person_exists = lambda user_id: True
+        log.insert(record("ref"), user_id=1)
         log.read(since=datetime(2020, 1, 1, tzinfo=UTC))
         log.delete_refs(["ref"])
         storage = ElasticsearchModelStorage(client, prefix)

@@ -59,6 +59,6 @@ def record_turn(runtime: Runtime, *, person: Person, profile: str, index: str,
                               citations=citations,
                               latency_ms=float(latency.get("retrieval", 0.0)))
         if record is not None:
-            runtime.query_writer.submit(record)
+            runtime.query_writer.submit(record, user_id=person.id)
     except Exception as exc:
         logger.warning("query record not built (%s)", exc.__class__.__name__)

@@ -24,7 +24,7 @@ from ragplate.tasks.analytics import retention
 from ragplate.tasks.analytics.recorder import build_record
 from ragplate.tasks.assistant import conversations
 from ragplate.tasks.assistant.respond import respond
-from ragplate.tasks.people.accounts import create_person
+from ragplate.tasks.people.accounts import create_person, delete
 
 pytestmark = pytest.mark.integration
 
@@ -104,7 +104,7 @@ class Blocking:
         self.release = threading.Event()
         self.calls = 0
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: dict[str, Any], user_id: int) -> None:
         self.calls += 1
         if self.fail:
             raise RuntimeError("the analytics store is down")
@@ -135,6 +135,28 @@ def test_a_failing_or_hanging_store_never_changes_or_delays_the_answer(
     assert max(spent) < normal + 5.0, (spent, normal)
     assert store.calls >= 1
     assert runtime.query_writer.dropped + store.calls + runtime.query_writer.failed >= 1
+
+
+def test_a_record_still_queued_when_its_person_is_deleted_is_never_written(
+        settings: Settings, engine: sa.Engine) -> None:
+    """``users delete`` erases what is stored; a record the writer had not reached yet
+    must not bring the person's question back afterwards."""
+    runtime = Runtime(logging_settings(settings))
+    gate = threading.Event()
+    store = runtime.query_log
+
+    def held(record: dict[str, Any], user_id: int) -> None:
+        gate.wait(30)
+        store.insert(record, user_id=user_id)
+
+    runtime.__dict__["query_writer"] = QueryWriter(held)
+    who = person(engine)
+    ask(runtime, who)
+    deleted = delete(engine, name=who.name, settings=runtime.settings)
+    assert deleted.records_erased == 0
+    gate.set()
+    assert runtime.query_writer.drain(10)
+    assert rows_of(engine, who.id) == [] and runtime.query_writer.failed == 0
 
 
 def test_a_record_with_an_extra_field_is_refused_and_nothing_is_stored(
