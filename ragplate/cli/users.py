@@ -149,6 +149,9 @@ def delete_command(
 
     Without RAGPLATE_APP_KEY their query records cannot be found: the person is deleted,
     and the command says so, with the id to erase them by later (analytics erase ID --id).
+    When the erasure fails (Elasticsearch unreachable, a broken store) the person is still
+    deleted and shown with that command, the failure named in one line and its exit code
+    (3 for a service).
 
     Example: ragplate users delete ada --yes
     """
@@ -162,20 +165,25 @@ def delete_command(
 
     deleted = delete(_engine(), name=name, settings=get_settings())
     person = deleted.person
+    erase_later = f"then run: ragplate analytics erase {person.id} --id"
+    failure = deleted.erase_error
     later = (None if deleted.records_erased is not None else
-             f"query records not erased: {NO_KEY}; then run: ragplate analytics erase "
-             f"{person.id} --id")
+             f"query records not erased: {failure if failure else NO_KEY}; {erase_later}")
     if json_output:
         print_json({"deleted": person.as_dict(), "records_erased": deleted.records_erased,
                     **({"warning": later} if later else {})})
-        return
-    console.print(f"deleted {escape(person.name)} (id {person.id}), "
-                  + (f"{deleted.records_erased} query record(s) erased"
-                     if deleted.records_erased is not None else "query records not erased"),
-                  highlight=False)
-    if later:
-        make_console(stderr=True).print(f"[yellow]Warning:[/yellow] {escape(later)}",
+    else:
+        console.print(f"deleted {escape(person.name)} (id {person.id}), "
+                      + (f"{deleted.records_erased} query record(s) erased"
+                         if deleted.records_erased is not None else "query records not erased"),
+                      highlight=False)
+        if later and failure is None:
+            make_console(stderr=True).print(f"[yellow]Warning:[/yellow] {escape(later)}",
+                                            highlight=False, soft_wrap=True)
+    if failure is not None:  # the person is gone: say so above, then fail as the store did
+        make_console(stderr=True).print(f"[red]Error:[/red] {escape(later or '')}",
                                         highlight=False, soft_wrap=True)
+        raise typer.Exit(failure.exit_code)
 
 
 def register(app: typer.Typer) -> None:

@@ -127,3 +127,32 @@ def test_without_a_store_prune_and_erase_do_nothing_and_create_store_brings_it_b
     assert (code, json.loads(out)) == (0, {"created": True})
     code, out = run("analytics", "create-store", "--force", "--yes", "--json")
     assert (code, json.loads(out)) == (0, {"created": True})
+
+
+def test_a_failing_erasure_still_says_who_was_deleted_and_how_to_erase_them(
+        engine: sa.Engine, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The person is gone once deleted: without their id in the output their records could
+    never be erased (``analytics erase ID --id``)."""
+    person = create_person(engine, name=f"cli-qa-{uuid.uuid4().hex[:10]}", permissions=[])
+    seed(engine, person.id, days_ago=1)
+    with engine.begin() as conn:  # a broken store: the erasure's DELETE fails
+        conn.execute(sa.text("ALTER TABLE rag_queries RENAME COLUMN user_ref TO broken"))
+    try:
+        monkeypatch.setattr("sys.argv", ["ragplate", "users", "delete", person.name, "--yes",
+                                         "--json"])
+        with pytest.raises(SystemExit) as exited:
+            main()
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text("ALTER TABLE rag_queries RENAME COLUMN broken TO user_ref"))
+    out, err = capsys.readouterr()
+    said = json.loads(out)
+    assert exited.value.code == 3
+    assert said["deleted"]["id"] == person.id and said["records_erased"] is None
+    erase_later = f"then run: ragplate analytics erase {person.id} --id"
+    assert said["warning"].endswith(erase_later) and "ProgrammingError" in said["warning"]
+    assert err.count("\n") == 1 and err.startswith("Error: ") and erase_later in err
+    assert "Traceback" not in err and count(engine, person.id) == 1
+    assert json.loads(run("analytics", "erase", str(person.id), "--id", "--json")[1]) == {
+        "deleted": 1}

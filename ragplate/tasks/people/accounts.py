@@ -14,7 +14,13 @@ from datetime import UTC, datetime
 
 from sqlalchemy.engine import Engine
 
-from ragplate.catalog.errors import AuthenticationError, InvalidInputError, PermissionDeniedError
+from ragplate.catalog.errors import (
+    AuthenticationError,
+    InvalidInputError,
+    PermissionDeniedError,
+    RagplateError,
+    StoreError,
+)
 from ragplate.catalog.people import (
     DEFAULT_TOKEN_TTL_DAYS,
     OPERATOR_PERMISSION,
@@ -106,22 +112,32 @@ def revoke(engine: Engine, *, name: str) -> int:
 @dataclass(frozen=True)
 class Deleted:
     """A deleted person, and how many of their query records went with them: ``None`` when
-    none could be looked for (no application key; :data:`NO_KEY` says why)."""
+    none could be looked for (no application key; :data:`NO_KEY` says why) or the erasure
+    failed (``erase_error``). The person is gone either way: the caller must still be told
+    their id, the only way left to erase their records (``analytics erase ID --id``)."""
 
     person: Person
     records_erased: int | None
+    erase_error: RagplateError | None = None
 
 
 def delete(engine: Engine, *, name: str, settings: Settings | None = None) -> Deleted:
     """Delete the person called ``name`` with their tokens and conversations, then (with
-    ``settings``, which hold the application keys) their query analytics records."""
+    ``settings``, which hold the application keys) their query analytics records. A failing
+    erasure does not raise: it is returned with the deleted person."""
     with engine.begin() as conn:
         person = people.person_by_name(conn, name)
         people.delete_person(conn, person)
-    erased: int | None = None
-    if settings is not None and settings.app_key is not None:
-        erased = erase(make_query_log(settings, engine), settings, user_id=person.id)
-    return Deleted(person, erased)
+    if settings is None or settings.app_key is None:
+        return Deleted(person, None)
+    try:
+        return Deleted(person, erase(make_query_log(settings, engine), settings,
+                                     user_id=person.id))
+    except RagplateError as exc:
+        return Deleted(person, None, exc)
+    except Exception as exc:  # a broken store: its class only (a message may quote a record)
+        return Deleted(person, None, StoreError(
+            f"the query analytics store failed ({exc.__class__.__name__})"))
 
 
 def list_all(engine: Engine) -> list[PersonRow]:
