@@ -3,7 +3,9 @@
 :func:`record_turn` decides whether a turn is logged — the switch is on, the turn was not
 refused, the person is neither a guest nor acted as with an operator's token, and an
 application key is configured (a person is referred to only by an HMAC) — builds the record
-of exactly the privacy review's fields and hands it to the process's writer. Nothing here
+of exactly the privacy review's fields and hands it to the process's writer. In ``raw``
+mode the question is kept with every secret in it (a token, a password, a key) replaced by
+``[redacted]``, by the rules that keep secrets out of answers. Nothing here
 can fail or delay the answer: any error is logged with its class only.
 """
 
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ragplate.catalog.analytics import check_fields, user_ref
 from ragplate.catalog.people import GLOBAL_TENANT, Person
 from ragplate.catalog.settings import Settings
+from ragplate.tasks.assistant.output_policy import redact_secrets
 
 if TYPE_CHECKING:
     from ragplate.infra.runtime import Runtime
@@ -41,7 +44,8 @@ def build_record(settings: Settings, *, person: Person, profile: str, index: str
         "user_ref": user_ref(person.id, settings.app_key.get_secret_value()),
         "tenant": person.tenant or GLOBAL_TENANT, "profile": profile,
         "locale": person.locale,
-        "query": question if settings.query_logging_query_text_mode == "raw" else None,
+        "query": (redact_secrets(question)
+                  if settings.query_logging_query_text_mode == "raw" else None),
         "retrieved_count": retrieved, "citation_count": citations,
         "answered": status == "answered", "latency_ms": round(latency_ms, 2), "index": index}
     check_fields(record)

@@ -33,9 +33,14 @@ def check_output(text: str, *, end_user: bool, max_chars: int) -> Verdict:
     return _matched(text, _compiled(end_user))
 
 
-def _matched(text: str, rules: tuple[tuple[str, str, re.Pattern[str]], ...]) -> Verdict:
-    seen = "".join(c for c in unicodedata.normalize("NFKC", text)
+def _seen(text: str) -> str:
+    """``text`` as a reader sees it: NFKC, invisible characters dropped."""
+    return "".join(c for c in unicodedata.normalize("NFKC", text)
                    if unicodedata.category(c) != "Cf")
+
+
+def _matched(text: str, rules: tuple[tuple[str, str, re.Pattern[str]], ...]) -> Verdict:
+    seen = _seen(text)
     for rule_id, category, pattern in rules:
         if pattern.search(text) or pattern.search(seen):
             return Verdict(False, category, rule_id)
@@ -94,3 +99,32 @@ def _lines(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "\n".join(_lines(item) for item in value)
     return str(value)
+
+
+#: What a secret in a recorded question is replaced by.
+REDACTED = "[redacted]"
+#: A private key's header reaches to its footer (or the end): the key is the lines between.
+_PRIVATE_KEY_END = re.compile(r"-----END ([A-Z0-9]+ )*PRIVATE KEY-----")
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with every span the key rules (category ``output_secret``) find replaced by
+    :data:`REDACTED`: what a person typed into a question (a token, ``my password is …``,
+    an AWS key) is stored in the query analytics without the secret. The same rules that
+    keep a key out of an answer, so what one refuses the other hides; a key hidden from
+    them (a zero-width space, fullwidth letters) is redacted in the text as a reader sees
+    it, which is then what is kept."""
+    redacted = _redact(text)
+    seen = _seen(redacted)
+    if seen != redacted and not _matched(seen, _key_rules()).allowed:
+        redacted = _redact(seen)
+    return redacted
+
+
+def _redact(text: str) -> str:
+    for rule_id, _, pattern in _key_rules():
+        if rule_id == "output-private-key":
+            pattern = re.compile(f"(?:{pattern.pattern})(?:.*?{_PRIVATE_KEY_END.pattern}|.*)",
+                                 re.DOTALL)
+        text = pattern.sub(REDACTED, text)
+    return text

@@ -96,6 +96,23 @@ def test_guests_and_impersonated_sessions_are_never_recorded(settings: Settings)
     assert build_record(no_key, person=Person(id=1, name="p"), **base) is None
 
 
+@pytest.mark.parametrize(("typed", "kept"), [
+    ("Why is rp_" + "Ab3" * 14 + " refused?", "Why is [redacted] refused?"),
+    ("my password is Hunter2Secret99 and it fails", "my [redacted] and it fails"),
+    ("AKIAIOSFODNN7EXAMPLE with aws_secret_access_key = "
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY fails", "[redacted] with [redacted] fails"),
+    ("Is -----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY----- valid?",
+     "Is [redacted] valid?"),
+    ("How do I reset my password?", "How do I reset my password?"),
+])
+def test_secrets_typed_into_a_question_are_redacted_before_it_is_recorded(
+        settings: Settings, typed: str, kept: str) -> None:
+    record = build_record(logging_settings(settings), person=Person(id=1, name="p"),
+                          profile="in_app", index="user", question=typed, status="answered",
+                          retrieved=1, citations=1, latency_ms=3.0)
+    assert record is not None and record["query"] == kept
+
+
 class Blocking:
     """A store that hangs until released, or fails."""
 
