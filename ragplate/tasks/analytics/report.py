@@ -292,11 +292,17 @@ def check_page_output(output: Path | str) -> Path:
     return path
 
 
+#: The page holds questions people typed: readable by its owner only, as is the folder
+#: the flow writes pages to.
+PAGE_MODE, FOLDER_MODE = 0o600, 0o700
+
+
 def write_page(output: Path | str, html: str) -> Path:
-    """Write the page atomically (a reader never sees half of it); the path."""
+    """Write the page atomically (a reader never sees half of it), readable by its owner
+    only (:data:`PAGE_MODE`); the path."""
     path = check_page_output(output)
     try:
-        write_atomic(path, html)
+        write_atomic(path, html, mode=PAGE_MODE)
     except OSError as exc:
         raise InvalidInputError(f"--output {path}: cannot write it "
                                 f"({exc.strerror or exc})") from exc
@@ -305,8 +311,10 @@ def write_page(output: Path | str, html: str) -> Path:
 
 def default_output(settings: Settings, now: datetime) -> Path:
     """Where the flow writes its page when given none: ``<home>/reports/analytics/``,
-    one page per UTC day."""
+    one page per UTC day; the folder is its owner's only (:data:`FOLDER_MODE`), made so
+    if it was not."""
     folder = settings.home / "reports" / "analytics"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+    folder.chmod(FOLDER_MODE)
     return folder / f"corpus-gap-{utc_day(now).isoformat()}.html"
 

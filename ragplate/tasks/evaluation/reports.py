@@ -110,17 +110,18 @@ def assert_no_content(report: Any, where: str = "report") -> None:
             assert_no_content(value, f"{where}[{index}]")
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, *, mode: int = 0o644) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory and
-    ``os.replace`` (atomic on POSIX: readers see the old file or the new one)."""
+    ``os.replace`` (atomic on POSIX: readers see the old file or the new one), with
+    permissions ``mode`` (an ordinary file; ``0o600`` for one holding people's words)."""
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
             stream.write(text)
             stream.flush()
             os.fsync(stream.fileno())
-        # mkstemp creates 0600; a report is an ordinary file.
-        os.chmod(temp, 0o644)
+        # mkstemp creates 0600; a report is an ordinary file unless told otherwise.
+        os.chmod(temp, mode)
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):

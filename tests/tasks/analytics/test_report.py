@@ -178,6 +178,19 @@ def test_an_empty_window_is_a_report_that_says_so(settings: Settings) -> None:
     json.dumps(data)  # JSON-ready
 
 
+def test_the_page_and_its_default_folder_are_their_owner_s_only(
+        settings: Settings, tmp_path: Path) -> None:
+    """The page holds questions people typed: not world-readable, wherever it is written."""
+    (tmp_path / "reports" / "analytics").mkdir(parents=True, mode=0o755)
+    (tmp_path / "reports" / "analytics").chmod(0o755)
+    page = report.default_output(settings.model_copy(update={"home": tmp_path}), NOW)
+    assert page.parent == tmp_path / "reports" / "analytics"
+    assert page.parent.stat().st_mode & 0o777 == 0o700
+    report.write_page(page, "<!DOCTYPE html>")
+    chosen = report.write_page(tmp_path / "gap.html", "<!DOCTYPE html>")
+    assert {page.stat().st_mode & 0o777, chosen.stat().st_mode & 0o777} == {0o600}
+
+
 def test_a_topic_below_the_evidence_floor_is_marked_thin(settings: Settings) -> None:
     source = {"label": "ragplate · Billing", "source": "billing.md", "section": "Billing",
               "module": "billing", "similarity": 0.61}
