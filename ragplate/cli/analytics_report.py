@@ -39,11 +39,10 @@ def report_command(
     """
     from datetime import UTC, datetime
 
-    from ragplate.tasks.writes.audit import parse_since
+    from ragplate.tasks.analytics import report as gap
 
     now = datetime.now(UTC)
-    start = parse_since(since, now)  # refused before any service starts
-    from ragplate.tasks.analytics import report as gap
+    start = gap.window_start(since, now)  # refused before any service starts
 
     if output is not None:
         gap.check_page_output(output)

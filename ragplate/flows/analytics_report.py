@@ -19,7 +19,6 @@ from ragplate.tasks.analytics import report as gap
 from ragplate.tasks.analytics.report_page import markdown_summary, render_page
 from ragplate.tasks.flow_runs import crash_gone
 from ragplate.tasks.retries import io_task
-from ragplate.tasks.writes.audit import parse_since
 
 # The report's thin task wrappers live here, not in tasks/analytics/report.py, so that
 # `ragplate analytics report` (which runs the plain functions) never imports Prefect;
@@ -54,7 +53,7 @@ def analytics_report(since: str = "7d", output: str | None = None) -> dict[str, 
     watch_worker()  # this run ends with the worker that started it
     crash_gone()
     now = datetime.now(UTC)
-    start = parse_since(since, now)
+    start = gap.window_start(since, now)
     runtime = Runtime(get_settings())
     page = gap.check_page_output(output) if output else gap.default_output(
         runtime.settings, now)

@@ -79,14 +79,15 @@ def test_the_page_and_the_terminal_summary(seeded: datetime, tmp_path: Path) -> 
 
 
 def test_an_empty_window_says_so_and_exits_0(seeded: datetime, tmp_path: Path) -> None:
-    future = (seeded + timedelta(days=2)).date().isoformat()
+    # The newest seed is 5 minutes before ``seeded``: from 4 minutes before, none.
+    after = (seeded - timedelta(minutes=4)).isoformat()
     page = tmp_path / "empty.html"
-    result = CliRunner().invoke(app, ["analytics", "report", "--since", future,
+    result = CliRunner().invoke(app, ["analytics", "report", "--since", after,
                                       "--output", str(page)])
     assert result.exit_code == 0, result.output
     assert "nothing to report: no question was logged in the window" in result.output
     assert "Nothing to report" in page.read_text(encoding="utf-8")
-    data = json.loads(CliRunner().invoke(app, ["analytics", "report", "--since", future,
+    data = json.loads(CliRunner().invoke(app, ["analytics", "report", "--since", after,
                                                "--json"]).output)
     assert data["totals"]["records"] == 0 and data["topics"] == []
 
@@ -95,11 +96,17 @@ def test_an_empty_window_says_so_and_exits_0(seeded: datetime, tmp_path: Path) -
     (["--since", "last week"], "--since"),
     (["--output", "/nonexistent-dir/gap.html"], "does not exist"),
     (["--output", "/tmp"], "is a directory"),
+    (["--since", "9999-12-31T23:59:59-05:00"], "'9999-12-31T23:59:59-05:00' is outside the "
+     "calendar"),
+    (["--since", "0001-01-01T00:00:00+05:00"], "'0001-01-01T00:00:00+05:00' is outside the "
+     "calendar"),
+    (["--since", "2999-01-01"], "'2999-01-01' is in the future"),
 ])
 def test_a_bad_option_is_named(args: list[str], named: str, monkeypatch: pytest.MonkeyPatch,
                                capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr("sys.argv", ["ragplate", "analytics", "report", *args])
     with pytest.raises(SystemExit) as exited:
         main()
-    assert exited.value.code != 0
-    assert named in capsys.readouterr().err
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert named in err and err.count("\n") == 1 and "Traceback" not in err

@@ -31,6 +31,7 @@ from ragplate.infra.analytics import QueryLog
 from ragplate.tasks.analytics import topics as grouping
 from ragplate.tasks.evaluation.metrics import percentile, ratio
 from ragplate.tasks.evaluation.reports import write_atomic
+from ragplate.tasks.writes.audit import parse_since
 
 if TYPE_CHECKING:
 
@@ -280,6 +281,16 @@ def make_report(runtime: Runtime, *, since: datetime, now: datetime | None = Non
     topics, left_out = runtime_topics(runtime, records)
     return build_report(records, since=since, now=end, topics=topics, left_out=left_out,
                         settings=runtime.settings)
+
+
+def window_start(since: str, now: datetime) -> datetime:
+    """The report's ``--since`` (see :func:`~ragplate.tasks.writes.audit.parse_since`),
+    refused when it is after ``now``: a window that ends before it begins."""
+    start = parse_since(since, now)
+    if start > now:
+        raise InvalidInputError(f"--since: {since[:40]!r} is in the future; the report "
+                                "covers the records from then to now")
+    return start
 
 
 def check_page_output(output: Path | str) -> Path:

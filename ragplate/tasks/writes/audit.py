@@ -90,7 +90,8 @@ def events(engine: Engine, *, since: datetime | None = None, limit: int = 1000
 
 def parse_since(text: str, now: datetime | None = None) -> datetime:
     """``--since``: an ISO date or time (UTC when it names no zone) or a span back from
-    ``now`` (``30m``, ``24h``, ``7d``); :class:`InvalidInputError` naming the value."""
+    ``now`` (``30m``, ``24h``, ``7d``); :class:`InvalidInputError` naming the value (also
+    a moment that has no UTC time: comparing it would overflow)."""
     span = parse_span(text)
     if span is not None:
         start = now or datetime.now(UTC)
@@ -102,4 +103,11 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
         raise InvalidInputError(f"--since: {text[:40]!r} is neither a date or time "
                                 "(2026-12-01, 2026-12-01T08:00Z) nor a span (30m, 24h, "
                                 "7d)") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:  # a moment the calendar holds in its own zone but not in UTC (year 1 or 9999)
+        moment.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInputError(f"--since: {text[:40]!r} is outside the calendar once read "
+                                "in UTC (years 1 to 9999)") from None
+    return moment
