@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
 #: The retrieval latency percentiles the report gives (nearest rank), besides the maximum.
 PERCENTILES = (50, 90, 99)
-#: A window longer than this is charted by day from its first record, not from ``since``.
+#: A window longer than this is charted by day from its first record (without one, over
+#: this many days back from now), not from ``since``.
 MAX_CHART_DAYS = 92
 #: The other wordings a topic lists besides its representative.
 WORDINGS_SHOWN = 4
@@ -109,12 +110,15 @@ def by_day(records: Sequence[Record], *, first: date, last: date) -> list[dict[s
 
 def chart_days(records: Sequence[Record], *, since: datetime, now: datetime
                ) -> tuple[date, date]:
-    """The days the abstention chart spans: from ``since`` (from the first record when
-    the window is longer than :data:`MAX_CHART_DAYS`) to ``now``."""
-    first = utc_day(since)
-    if (utc_day(now) - first).days > MAX_CHART_DAYS and records:
-        first = max(first, min(utc_day(r["logged_at"]) for r in records))
-    return first, utc_day(now)
+    """The days the abstention chart spans: from ``since`` (when the window is longer than
+    :data:`MAX_CHART_DAYS`, from the first record, or with none the last
+    :data:`MAX_CHART_DAYS` days: ``--since 0001-01-01`` is not 740,000 empty days) to
+    ``now``."""
+    first, last = utc_day(since), utc_day(now)
+    if (last - first).days > MAX_CHART_DAYS:
+        first = max(first, min(utc_day(r["logged_at"]) for r in records) if records
+                    else last - timedelta(days=MAX_CHART_DAYS))
+    return first, last
 
 
 def per_module(topics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -191,6 +191,15 @@ def test_the_page_and_its_default_folder_are_their_owner_s_only(
     assert {page.stat().st_mode & 0o777, chosen.stat().st_mode & 0o777} == {0o600}
 
 
+def test_an_empty_window_back_to_year_one_charts_the_last_days_only(
+        settings: Settings) -> None:
+    since = datetime(1, 1, 1, tzinfo=UTC)
+    data = report.build_report([], since=since, now=NOW, topics=[], settings=settings)
+    assert len(data["by_day"]) == report.MAX_CHART_DAYS + 1
+    assert data["by_day"][-1]["day"] == "2026-12-02"
+    assert len(json.dumps(data)) < 20_000
+
+
 def test_a_topic_below_the_evidence_floor_is_marked_thin(settings: Settings) -> None:
     source = {"label": "ragplate · Billing", "source": "billing.md", "section": "Billing",
               "module": "billing", "similarity": 0.61}
