@@ -57,14 +57,19 @@ def erase_command(
 
         ragplate analytics erase 42 --id
     """
-    from ragplate.catalog.errors import InvalidInputError
+    from ragplate.catalog.errors import ConfigurationError, InvalidInputError
     from ragplate.infra import people
-    from ragplate.tasks.analytics.retention import erase
+    from ragplate.tasks.analytics.retention import NO_KEY, erase
 
+    # Both refused before any service starts. An id is ASCII digits: str.isdigit() also
+    # takes '²' (int() fails on it) and '٣' (which int() reads as 3: another person).
+    if by_id and not (user.isascii() and user.isdigit()):
+        raise InvalidInputError(f"USER: {user[:40]!r} is not a numeric id (with --id: "
+                                "ASCII digits 0-9)")
     runtime = _runtime()
+    if runtime.settings.app_key is None:
+        raise ConfigurationError(NO_KEY)
     if by_id:
-        if not user.isdigit():
-            raise InvalidInputError(f"USER: {user[:40]!r} is not a numeric id (with --id)")
         user_id = int(user)
     else:
         with runtime.engine.connect() as conn:

@@ -156,3 +156,29 @@ def test_a_failing_erasure_still_says_who_was_deleted_and_how_to_erase_them(
     assert "Traceback" not in err and count(engine, person.id) == 1
     assert json.loads(run("analytics", "erase", str(person.id), "--id", "--json")[1]) == {
         "deleted": 1}
+
+
+@pytest.mark.parametrize("bad", ["\u00b2", "\u0663", "4\u0662", "+1", "1e3", " 7"])
+def test_erase_by_id_takes_ascii_digits_only_before_anything_starts(
+        clean_env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        bad: str) -> None:
+    clean_env.setenv("RAGPLATE_APP_KEY", KEY)
+    clean_env.setattr("sys.argv", ["ragplate", "analytics", "erase", bad, "--id"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and f"USER: {bad!r} is not a numeric id" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "home").exists()  # no database was started
+
+
+@pytest.mark.parametrize("args", [["42", "--id"], ["ada"]])
+def test_erase_without_the_key_is_refused_before_any_service_starts(
+        clean_env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        args: list[str]) -> None:
+    clean_env.setattr("sys.argv", ["ragplate", "analytics", "erase", *args])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 2
+    assert "Error: RAGPLATE_APP_KEY is not set" in capsys.readouterr().err
+    assert not (tmp_path / "home").exists()  # no database was started
