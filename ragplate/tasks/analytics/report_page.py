@@ -98,17 +98,33 @@ def _legend(x: int, y: int, items: Sequence[tuple[str, str]]) -> list[str]:
     return parts
 
 
+def _legend_end(x: int, items: Sequence[tuple[str, str]]) -> int:
+    """Where the legend :func:`_legend` draws from ``x`` ends (its last label's end)."""
+    for label, _ in items[:-1]:
+        x += 30 + 8 * len(label)
+    return x + 17 + 8 * len(items[-1][0]) if items else x
+
+
+#: The width of a bold title character at 13 px, generously (for a chart's least width).
+TITLE_CHAR_PX = 9
+
+
 def day_chart(days: Sequence[Mapping[str, Any]]) -> str:
     """The records of each day as a column, its unanswered part in orange, the day's
-    abstention rate above it (when the columns are wide enough to hold it)."""
+    abstention rate above it (when the columns are wide enough to hold it). At least as
+    wide as its title and legend: a window of a day or two has few columns."""
+    title = "Abstentions by day (UTC)"
+    legend = (("answered", BLUE), ("unanswered", ORANGE))
     step = max(6, min(56, 840 // max(1, len(days))))
     left, top, plot_h = 40, 48, 180
-    width = left + step * len(days) + 20
+    plot_end = left + step * len(days) + 10
+    width = max(plot_end + 10, _legend_end(left, legend) + 10,
+                TITLE_CHAR_PX * len(title) + 10)
     largest = max((int(d["records"]) for d in days), default=0) or 1
-    body = _legend(left, 34, (("answered", BLUE), ("unanswered", ORANGE)))
+    body = _legend(left, 34, legend)
     for share in (0.0, 0.5, 1.0):
         y = top + plot_h - round(plot_h * share)
-        body += [f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#ddd"/>',
+        body += [f'<line x1="{left}" x2="{plot_end}" y1="{y}" y2="{y}" stroke="#ddd"/>',
                  f'<text x="{left - 6}" y="{y + 4}" text-anchor="end">'
                  f'{round(largest * share)}</text>']
     label_every = max(1, -(-46 // step))  # a date label is ~40 px wide
@@ -129,7 +145,7 @@ def day_chart(days: Sequence[Mapping[str, Any]]) -> str:
         if i % label_every == 0:
             body.append(f'<text x="{x + (step - 4) / 2:.1f}" y="{base + 16}" '
                         f'text-anchor="middle">{escape(str(day["day"])[5:])}</text>')
-    return _svg(width, top + plot_h + 26, "Abstentions by day (UTC)", body)
+    return _svg(width, top + plot_h + 26, title, body)
 
 
 def _cards(report: Mapping[str, Any]) -> str:

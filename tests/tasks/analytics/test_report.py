@@ -200,6 +200,19 @@ def test_an_empty_window_back_to_year_one_charts_the_last_days_only(
     assert len(json.dumps(data)) < 20_000
 
 
+@pytest.mark.parametrize("count", [1, 2])
+def test_the_day_chart_of_a_short_window_holds_its_title_and_legend(count: int) -> None:
+    from ragplate.tasks.analytics.report_page import day_chart
+
+    days = [{"day": f"2026-12-0{n + 1}", "records": 2, "unanswered": 1,
+             "abstention_rate": 0.5} for n in range(count)]
+    svg = day_chart(days)
+    width = int(svg.split('width="', 1)[1].split('"', 1)[0])
+    # "unanswered" (10 letters at ~8 px) starts at x 151; the bold title is 24 letters.
+    assert width >= 151 + 8 * len("unanswered") and width >= 9 * 24
+    assert 'x="151"' in svg and ">unanswered</text>" in svg
+
+
 def test_a_topic_below_the_evidence_floor_is_marked_thin(settings: Settings) -> None:
     source = {"label": "ragplate · Billing", "source": "billing.md", "section": "Billing",
               "module": "billing", "similarity": 0.61}
