@@ -1,12 +1,13 @@
 """Recording an assistant turn in the query analytics, once its answer is stored.
 
-:func:`record_turn` decides whether a turn is logged — the switch is on, the turn was not
-refused, the person is neither a guest nor acted as with an operator's token, and an
-application key is configured (a person is referred to only by an HMAC) — builds the record
-of exactly the privacy review's fields and hands it to the process's writer. In ``raw``
-mode the question is kept with every secret in it (a token, a password, a key) replaced by
-``[redacted]``, by the rules that keep secrets out of answers. Nothing here
-can fail or delay the answer: any error is logged with its class only.
+:func:`record_turn` decides whether a turn is logged — the switch is on, the turn was
+answered or abstained on (:data:`LOGGED_STATUSES`), the person is neither a guest nor acted
+as with an operator's token, and an application key is configured (a person is referred to
+only by an HMAC) — builds the record of exactly the privacy review's fields and hands it to
+the process's writer. In ``raw`` mode the question is kept with every secret in it (a
+token, a password, a key) replaced by ``[redacted]``, by the rules that keep secrets out of
+answers. Nothing here can fail or delay the answer: any error is logged with its class
+only.
 """
 
 from __future__ import annotations
@@ -26,13 +27,18 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("ragplate.analytics")
 
+#: The turns logged: a question answered or abstained on. Not a refusal, nor a
+#: clarification (the assistant asked back: nothing was yet answered or missed), which
+#: would count as an abstention (``answered`` false).
+LOGGED_STATUSES = frozenset({"answered", "abstained"})
+
 
 def build_record(settings: Settings, *, person: Person, profile: str, index: str,
                  question: str, status: str, retrieved: int, citations: int,
                  latency_ms: float, now: datetime | None = None) -> dict[str, Any] | None:
     """The record of one turn, or ``None`` when it is not logged (see the module
     docstring)."""
-    if not settings.query_logging_enabled or status == "refused":
+    if not settings.query_logging_enabled or status not in LOGGED_STATUSES:
         return None
     if person.is_guest or person.impersonated_by is not None:
         return None

@@ -88,6 +88,10 @@ def test_guests_and_impersonated_sessions_are_never_recorded(settings: Settings)
     base = {"profile": "in_app", "index": "user", "question": "q", "status": "answered",
             "retrieved": 1, "citations": 1, "latency_ms": 3.0}
     assert build_record(on, person=Person(id=1, name="p"), **base) is not None
+    for status, logged in (("abstained", True), ("clarification", False),
+                           ("refused", False)):
+        assert (build_record(on, person=Person(id=1, name="p"),
+                             **{**base, "status": status}) is not None) is logged, status
     assert build_record(on, person=Person(id=1, name="g", is_guest=True), **base) is None
     assert build_record(on, person=Person(id=1, name="i", impersonated_by=7), **base) is None
     off = settings.model_copy(update={"app_key": SecretStr(KEY)})
