@@ -182,3 +182,20 @@ def test_erase_without_the_key_is_refused_before_any_service_starts(
     assert exited.value.code == 2
     assert "Error: RAGPLATE_APP_KEY is not set" in capsys.readouterr().err
     assert not (tmp_path / "home").exists()  # no database was started
+
+
+def test_an_unreachable_elasticsearch_store_still_shows_the_deleted_person(
+        engine: sa.Engine, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    person = create_person(engine, name=f"cli-qa-{uuid.uuid4().hex[:10]}", permissions=[])
+    # A real failure: nothing listens on port 1.
+    monkeypatch.setenv("RAGPLATE_ELASTICSEARCH_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("RAGPLATE_VECTOR_STORE", "pgvector")
+    monkeypatch.setattr("sys.argv", ["ragplate", "users", "delete", person.name, "--yes"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    out, err = capsys.readouterr()
+    assert exited.value.code == 3
+    assert f"deleted {person.name} (id {person.id}), query records not erased" in out
+    assert err.count("\n") == 1 and err.startswith("Error: query records not erased: ")
+    assert err.rstrip().endswith(f"then run: ragplate analytics erase {person.id} --id")
