@@ -297,6 +297,52 @@ def test_reports_are_checked_with_the_suite_of_their_kind(runner: CliRunner, nam
     assert f"suite {suite} passed" in result.output
 
 
+def _drop(report: dict[str, Any], *path: Any) -> None:
+    block: Any = report
+    for step in path[:-1]:
+        block = block[step]
+    del block[path[-1]]
+
+
+@pytest.mark.parametrize(("name", "path", "named"), [
+    ("documentation-user-fixture-vector.json", ("metrics", "source_hit_at_k"),
+     "metrics lacks source_hit_at_k"),
+    ("documentation-user-fixture-vector.json", ("slices", "locale", "en", "ndcg_at_5"),
+     "slices.locale.en lacks ndcg_at_5"),
+    ("application-content-fixture.json", ("metrics", "abstention_accuracy"),
+     "metrics lacks abstention_accuracy"),
+    ("retrieval-strategies-fixture.json", ("metrics", "hybrid", "recall_at_3"),
+     "metrics.hybrid lacks recall_at_3"),
+    ("retrieval-tuning-fixture.json", ("candidates", 1, "metrics", "hit_at_5"),
+     "candidates[1].metrics lacks hit_at_5"),
+])
+def test_a_report_lacking_a_metric_of_its_kind_is_refused(
+        runner: CliRunner, tmp_path: Path, name: str, path: tuple[Any, ...],
+        named: str) -> None:
+    # The writer always sets every metric of its kind; the suites check the figures
+    # present, so a missing one passed.
+    report = json.loads((BASELINES / name).read_text(encoding="utf-8"))
+    _drop(report, *path)
+    bad = write(tmp_path / "report.json", report)
+    result = runner.invoke(app, ["evaluate", "check", str(bad)])
+    assert isinstance(result.exception, InvalidInputError), result.output
+    assert str(result.exception).startswith(f"{bad}: {named}")
+
+
+@pytest.mark.parametrize("name", ["documentation-user-fixture-vector.json",
+                                  "application-content-fixture.json"])
+def test_a_report_carrying_text_is_refused_as_the_writer_would(
+        runner: CliRunner, tmp_path: Path, name: str) -> None:
+    report = json.loads((BASELINES / name).read_text(encoding="utf-8"))
+    report["query"] = "leak"
+    bad = write(tmp_path / "report.json", report)
+    result = runner.invoke(app, ["evaluate", "check", str(bad)])
+    assert isinstance(result.exception, InvalidInputError), result.output
+    assert str(result.exception) == (f"{bad}: report.query: a report never carries text "
+                                     "or content")
+    assert "leak" not in result.output
+
+
 def bad_content_report(tmp_path: Path) -> Path:
     """The committed application-content baseline with a hit@5 out of range."""
     report = json.loads((DATASETS / "baselines" / "application-content-fixture.json")

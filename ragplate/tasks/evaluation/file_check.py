@@ -208,6 +208,8 @@ def check_file(path: Path, kind: DatasetKind | None = None) -> FileCheck:
         kind = file_kind(path, data)
     else:
         refuse_other_kind(path, data, kind)
+    if not is_dataset:
+        _refuse_unwritten_report(path, data, kind)
     with naming(path):
         validation = (_check_dataset(path, kind) if is_dataset else _check_report(data, kind))
     return FileCheck(path, "dataset" if is_dataset else "report", kind, validation)
@@ -225,6 +227,67 @@ def _check_dataset(path: Path, kind: DatasetKind) -> Validation:
     dataset = read_dataset(path, ApplicationContentDataset).data
     refuse_filters(dataset, where=path)  # what the evaluation would refuse, refused here first
     return expectations.validate_application_content_dataset(dataset)
+
+
+def _metric_blocks(data: dict[str, Any], kind: DatasetKind
+                   ) -> tuple[tuple[str, ...], list[tuple[str, Any]]]:
+    """The metric keys every block of the report ``data`` carries, and its blocks by where
+    they are: ``metrics`` and each slice (documentation, application content), each
+    ordering (strategies), the committed profile and each candidate (tuning)."""
+    from ragplate.tasks.evaluation.scoring import (
+        APPLICATION_CONTENT_KEYS,
+        DOCUMENTATION_KEYS,
+        RANK_KEYS,
+    )
+    from ragplate.tasks.evaluation.strategies import IR_KEYS
+
+    if kind == "documentation" or not ("candidates" in data or "reranker" in data):
+        keys = (*(DOCUMENTATION_KEYS if kind == "documentation"
+                  else APPLICATION_CONTENT_KEYS), *RANK_KEYS)
+        blocks: list[tuple[str, Any]] = [("metrics", data.get("metrics"))]
+        slices = data.get("slices")
+        if isinstance(slices, dict):
+            blocks += [(f"slices.{group}.{name}", block)
+                       for group, named in slices.items() if isinstance(named, dict)
+                       for name, block in named.items()]
+        return keys, blocks
+    if "candidates" in data:
+        candidates = data.get("candidates")
+        committed = data.get("committed")
+        blocks = ([("committed.metrics", committed.get("metrics"))]
+                  if isinstance(committed, dict) else [("committed", committed)])
+        if isinstance(candidates, list):
+            blocks += [(f"candidates[{index}].metrics",
+                        candidate.get("metrics") if isinstance(candidate, dict) else None)
+                       for index, candidate in enumerate(candidates)]
+        return IR_KEYS, blocks
+    metrics = data.get("metrics")
+    if not isinstance(metrics, dict):
+        return IR_KEYS, [("metrics", metrics)]
+    return IR_KEYS, [(f"metrics.{name}", block) for name, block in metrics.items()]
+
+
+def _refuse_unwritten_report(path: Path, data: dict[str, Any], kind: DatasetKind) -> None:
+    """Refuse a report its writer would never produce, in one line naming the file: one
+    holding a key that carries text or content (the writer's own check,
+    :func:`ragplate.tasks.evaluation.reports.assert_no_content`), or one whose metric
+    block lacks a metric of its kind (the suites check the figures present, not the
+    figures absent)."""
+    from ragplate.tasks.evaluation.reports import assert_no_content
+
+    try:
+        assert_no_content(data)
+    except ValueError as exc:
+        raise InvalidInputError(f"{path}: {exc}") from None
+    keys, blocks = _metric_blocks(data, kind)
+    for where, block in blocks:
+        if not isinstance(block, dict):
+            raise InvalidInputError(f"{path}: {where}: not an object of metrics")
+        missing = [key for key in keys if key not in block]
+        if missing:
+            raise InvalidInputError(
+                f"{path}: {where} lacks {', '.join(missing)}: every report of its kind "
+                "carries each of its metrics")
 
 
 def _check_report(data: dict[str, Any], kind: DatasetKind) -> Validation:
