@@ -49,13 +49,14 @@ def html_path(output: Path) -> Path:
 def check_output(output: Path | str, *, force: bool, option: str = "--output",
                  page: bool = True, inputs: Iterable[Path | str] = (),
                  also_reads: Mapping[str, Path | str] | None = None) -> Path:
-    """Refuse an output that exists (without ``force``) or whose directory is missing or
-    not writable, and one that is a file the run reads (``inputs``: its dataset;
-    ``also_reads``: other files it reads, by what they are, e.g. ``{"the --grid file":
-    path}``), even with ``force``; returns the path. With ``page`` (a report, whose HTML
-    page goes beside it) also an HTML name, and an existing page. ``option`` names the
-    output in the messages (``--cases`` for the per-case file, which has no page). Run it
-    before the evaluation, so a long run does not end in a refusal."""
+    """Refuse an output that exists (without ``force``), is a directory, or whose
+    directory is missing or not writable, and one that is a file the run reads
+    (``inputs``: its dataset; ``also_reads``: other files it reads, by what they are,
+    e.g. ``{"the --grid file": path}``), even with ``force``; returns the path. With
+    ``page`` (a report, whose HTML page goes beside it) also an HTML name, an existing
+    page and a page path that is a directory. ``option`` names the output in the messages
+    (``--cases`` for the per-case file, which has no page). Run it before the evaluation,
+    so a long run does not end in a refusal."""
     path = Path(output)
     written = {path.resolve(), *([html_path(path).resolve()] if page else [])}
     reads = [(read, "the dataset") for read in inputs]
@@ -71,6 +72,10 @@ def check_output(output: Path | str, *, force: bool, option: str = "--output",
                                 f"report another suffix (e.g. {path.with_suffix('.json')})")
     if path.is_dir():
         raise InvalidInputError(f"{option} {path}: is a directory, not a file")
+    if page and html_path(path).is_dir():
+        # Found here, not when the page is written after the whole run.
+        raise InvalidInputError(f"{option} {path}: its HTML page {html_path(path)} is a "
+                                "directory, not a file")
     if path.exists() and not force:
         what = "the report" if page else "the file"
         raise ReportExistsError(f"{option} {path}: {what} already exists (pass --force "

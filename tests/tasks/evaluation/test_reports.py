@@ -73,6 +73,18 @@ def test_directories_are_checked(tmp_path: Path) -> None:
         check_output(tmp_path, force=True)
 
 
+def test_a_page_path_that_is_a_directory_is_refused_up_front(tmp_path: Path) -> None:
+    # Before the run, not when the page is written after it.
+    (tmp_path / "h.html").mkdir()
+    with pytest.raises(InvalidInputError,
+                       match=rf"^--output {tmp_path / 'h.json'}: its HTML page "
+                             rf"{tmp_path / 'h.html'} is a directory, not a file$"):
+        check_output(tmp_path / "h.json", force=True)
+    assert not (tmp_path / "h.json").exists()
+    # A file without a page (--cases) is not concerned by the page's name.
+    assert check_output(tmp_path / "h.json", force=True, page=False) == tmp_path / "h.json"
+
+
 #: Run by a child interpreter: import as the caller, drop to ``uid``/``gid`` when they are
 #: not -1, then try the report functions on ``locked`` (expected to refuse) and on ``open``
 #: (expected to accept). Everything is imported before the switch, so the unprivileged
