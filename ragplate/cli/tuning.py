@@ -103,11 +103,12 @@ def tune_floor(
     from ragplate.infra.runtime import Runtime
     from ragplate.tasks.evaluation.dataset_files import read_dataset
     from ragplate.tasks.evaluation.documentation import check_index
-    from ragplate.tasks.tuning.floor import check_no_answer_cases
+    from ragplate.tasks.tuning.floor import check_dataset
 
     data = read_dataset(dataset, DocumentationDataset).data
     check_index(data, index.value)
-    check_no_answer_cases(case.expect_refusal for case in data.cases)  # before any service
+    # Before any service: a dataset lacking either kind of case measures no floor.
+    check_dataset(data, str(dataset))
     runtime = Runtime(get_settings())
     runtime.engine  # noqa: B018 - start PostgreSQL and migrate before the flow
     with prefect_api(runtime.settings):

@@ -17,7 +17,7 @@ from ragplate.tasks.evaluation import steps as evaluation
 from ragplate.tasks.flow_runs import crash_gone
 from ragplate.tasks.retrieval.documentation import STRATEGIES
 from ragplate.tasks.tuning import steps
-from ragplate.tasks.tuning.floor import summary
+from ragplate.tasks.tuning.floor import log_line, summary
 
 
 @flow(name="tune-floor", log_prints=True)
@@ -40,6 +40,7 @@ def tune_floor(
         raise InvalidInputError(f"--retrieval {chosen!r}: expected one of {', '.join(STRATEGIES)}")
     loaded = evaluation.load_documentation_dataset(dataset, index)
     evaluation.validate_dataset(loaded)
+    steps.check_floor_dataset(loaded.data, dataset)
     setup = evaluation.prepare_retrieval(runtime, index, "live", chosen, None)
     absent = evaluation.warn_absent_labels(loaded.data, setup)
     cases = steps.record_floor_cases(loaded.data, setup)
@@ -47,8 +48,6 @@ def tune_floor(
     result = {"index": index, "strategy": chosen, "model": setup.embedder.profile.key,
               "dataset": {"sha256": loaded.sha256}, "absent_labels": len(absent), **result}
     create_markdown_artifact(summary(result), key="tune-floor", description="tune-floor")
-    figures = result["all"]["with"]
-    print(f"tune-floor: floor {result['floor']} (validation {result['validation']}): refusal "
-          f"accuracy {figures['refusal_accuracy']}, hit@5 {figures['hit_at_5']}")
+    print(log_line(result))
     steps.check_floor_measured(result, index, dataset)
     return result

@@ -282,8 +282,16 @@ def test_retrieve_user_index_with_access_options(
      "billing)"),
     (["tune-floor", "--index", "developer", "--dataset",
       str(Path(__file__).parents[2] / "datasets" / "switch-gate-docs.json")],
-     "the dataset has no case with expect_refusal: a floor cannot be measured without "
+     f"--dataset {Path(__file__).parents[2] / 'datasets' / 'switch-gate-docs.json'}: the "
+     "dataset has no case with expect_refusal: a floor cannot be measured without "
      "questions the corpus does not answer"),
+    # No-answer cases alone: every case would be retrieved before "hit@5 0/0" refused it.
+    (["tune-floor", "--index", "developer", "--dataset",
+      str(Path(__file__).parents[2] / "datasets" / "documentation-laraplate-everyday.json")],
+     f"--dataset {Path(__file__).parents[2] / 'datasets'}"
+     "/documentation-laraplate-everyday.json: the dataset has no answered case (none with "
+     "expected_source_labels): a floor cannot be measured without questions the corpus "
+     "answers, whose hits it must keep"),
 ])
 def test_bad_options_are_refused_before_starting_anything(
     tmp_path: Path, args: list[str], message: str

@@ -105,13 +105,37 @@ def choose(cases: Sequence[FloorCase], max_lost: int = 0) -> float | None:
     return longest[(len(longest) - 1) // 2]
 
 
-def check_no_answer_cases(expect_refusal: Iterable[bool]) -> None:
+def check_no_answer_cases(expect_refusal: Iterable[bool], where: str | None = None) -> None:
     """:class:`InvalidInputError` unless some case expects a refusal (of each case, whether
-    it does): a floor is measured on questions the corpus does not answer."""
+    it does): a floor is measured on questions the corpus does not answer. ``where`` (the
+    dataset's path) starts the message when given."""
     if not any(expect_refusal):
-        raise InvalidInputError("the dataset has no case with expect_refusal: a floor "
-                                "cannot be measured without questions the corpus does not "
-                                "answer")
+        raise InvalidInputError(f"{_where(where)}the dataset has no case with expect_refusal: "
+                                "a floor cannot be measured without questions the corpus "
+                                "does not answer")
+
+
+def check_answered_cases(expected_labels: Iterable[Sequence[str]],
+                         where: str | None = None) -> None:
+    """:class:`InvalidInputError` unless some case expects source labels (of each case,
+    its ``expected_source_labels``): a floor must keep the answers, and without answered
+    cases every floor would "keep hit@5", so none can be measured. Checked before any
+    service starts, rather than after every case was retrieved."""
+    if not any(expected_labels):
+        raise InvalidInputError(f"{_where(where)}the dataset has no answered case (none with "
+                                "expected_source_labels): a floor cannot be measured without "
+                                "questions the corpus answers, whose hits it must keep")
+
+
+def check_dataset(dataset: DocumentationDataset, where: str | None = None) -> None:
+    """Both checks above on ``dataset``: without no-answer cases or without answered ones,
+    no floor can be measured, so the run is refused before any retrieval."""
+    check_no_answer_cases((case.expect_refusal for case in dataset.cases), where)
+    check_answered_cases((case.expected_source_labels for case in dataset.cases), where)
+
+
+def _where(where: str | None) -> str:
+    return f"--dataset {where}: " if where else ""
 
 
 def tune_floor(cases: Sequence[FloorCase], *, holdout: float = 0.3,
@@ -123,6 +147,7 @@ def tune_floor(cases: Sequence[FloorCase], *, holdout: float = 0.3,
     if max_lost < 0:
         raise InvalidInputError("--max-lost: 0 or more answered cases")
     check_no_answer_cases(c.expect_refusal for c in cases)
+    check_answered_cases(c.relevant for c in cases)
     out = held_out([c.case_id for c in cases], holdout) if holdout else set()
     selection = [c for c in cases if c.case_id not in out]
     kept_out = [c for c in cases if c.case_id in out]
@@ -152,9 +177,11 @@ def summary(result: dict[str, Any]) -> str:
     """The figures as Markdown, ending on the line to set (or why there is none)."""
     lines = ["| part | floor | refusal accuracy (no-answer) | hit@5 (answered) |",
              "|---|---|---|---|"]
+    # With no floor chosen, "with" is "without": one row each, not the same row twice.
+    states = ("without",) if result["chosen_on_selection"] is None else ("without", "with")
     for name, key in (("selection", "selection"), ("hold-out", "holdout_part"),
                       ("all", "all")):
-        for state in ("without", "with"):
+        for state in states:
             f = result[key][state]
             shown = "none" if f["floor"] is None else f["floor"]
             lines.append(f"| {name} | {shown} | {f['refusal_accuracy']} "
@@ -176,6 +203,25 @@ def summary(result: dict[str, Any]) -> str:
                      f"more than {result['max_lost']} answered case(s); leave "
                      "RAGPLATE_MIN_SIMILARITY unset")
     return "\n".join(lines)
+
+
+def log_line(result: dict[str, Any]) -> str:
+    """The flow's one-line outcome: the floor to set and its figures over all cases, or
+    no floor, and then whose figures they are (the rejected candidate's, or no floor's)."""
+    head = f"tune-floor: floor {result['floor']} (validation {result['validation']}"
+    if result["floor"] is not None:
+        f = result["all"]["with"]
+        return (f"{head}): refusal accuracy {f['refusal_accuracy']}, "
+                f"hit@5 {f['hit_at_5']}")
+    candidate = result["chosen_on_selection"]
+    if candidate is not None:
+        f = result["all"]["with"]
+        whose = f"rejected candidate {candidate}"
+    else:
+        f = result["all"]["without"]
+        whose = "without a floor"
+    return (f"{head}, reason {result['reason']}): {whose}: refusal accuracy "
+            f"{f['refusal_accuracy']}, hit@5 {f['hit_at_5']}")
 
 
 def no_hit_reason(result: dict[str, Any]) -> str:

@@ -14,6 +14,13 @@ from ragplate.tasks.evaluation import documentation
 from ragplate.tasks.tuning import floor
 
 
+@task(name="check-floor-dataset", cache_policy=NO_CACHE)
+def check_floor_dataset(dataset: DocumentationDataset, path: str) -> None:
+    """Refuse, before retrieval starts, a dataset without no-answer cases or without
+    answered ones: no floor can be measured on it."""
+    floor.check_dataset(dataset, path)
+
+
 @task(name="record-unfloored-hits", cache_policy=NO_CACHE)
 def record_floor_cases(dataset: DocumentationDataset,
                        setup: documentation.RetrievalSetup) -> list[floor.FloorCase]:

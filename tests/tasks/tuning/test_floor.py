@@ -20,6 +20,7 @@ from ragplate.tasks.tuning.floor import (
     choose,
     figures,
     kept,
+    log_line,
     summary,
     tune_floor,
 )
@@ -85,6 +86,62 @@ def test_tune_floor_checks_the_hold_out_and_names_the_setting() -> None:
         tune_floor(CASES[:3], holdout=0)
     with pytest.raises(InvalidInputError, match="--holdout"):
         tune_floor(CASES, holdout=1.0)
+
+
+def test_a_dataset_of_no_answer_cases_alone_is_refused() -> None:
+    # Every floor "keeps hit@5 0/0": refused as the dataset it is, not as an index misfit.
+    with pytest.raises(InvalidInputError,
+                       match=r"^the dataset has no answered case \(none with "
+                             r"expected_source_labels\)"):
+        tune_floor([no_answer("n1", ("c", 0.8)), no_answer("n2", ("c", 0.7))], holdout=0)
+
+
+def test_the_dataset_is_checked_before_retrieval_naming_it() -> None:
+    from ragplate.catalog.datasets import DocumentationDataset
+    from ragplate.tasks.tuning.floor import check_dataset
+
+    both = DocumentationDataset.model_validate(floor_dataset())
+    check_dataset(both, "d.json")
+    no_answer_only = both.model_copy(update={"cases": both.cases[3:]})
+    with pytest.raises(InvalidInputError,
+                       match=r"^--dataset d\.json: the dataset has no answered case"):
+        check_dataset(no_answer_only, "d.json")
+    answered_only = both.model_copy(update={"cases": both.cases[:3]})
+    with pytest.raises(InvalidInputError,
+                       match=r"^--dataset d\.json: the dataset has no case with "
+                             r"expect_refusal"):
+        check_dataset(answered_only, "d.json")
+
+
+def test_without_a_floor_each_row_is_printed_once() -> None:
+    nothing = tune_floor([answered("q", ("a", 0.9)), no_answer("n", ("c", 0.95))], holdout=0)
+    rows = [line for line in summary(nothing).splitlines() if line.startswith("| ")][1:]
+    assert [row.split(" | ")[:2] for row in rows] == [
+        ["| selection", "none"], ["| hold-out", "none"], ["| all", "none"]]
+    chosen = tune_floor(CASES, holdout=0)
+    rows = [line for line in summary(chosen).splitlines() if line.startswith("| ")][1:]
+    assert [row.split(" | ")[1] for row in rows] == ["none", "0.815"] * 3
+
+
+def test_the_log_line_says_whose_figures_it_quotes() -> None:
+    assert log_line(tune_floor(CASES, holdout=0)) == (
+        "tune-floor: floor 0.815 (validation disabled): refusal accuracy 0.6667, hit@5 1.0")
+    nothing = tune_floor([answered("q", ("a", 0.9)), no_answer("n", ("c", 0.95))], holdout=0)
+    assert log_line(nothing) == (
+        "tune-floor: floor None (validation none, reason no_gain): without a floor: "
+        "refusal accuracy 0.0, hit@5 1.0")
+    from ragplate.tasks.evaluation.dataset_files import held_out
+
+    ids = [f"a{i}" for i in range(20)]
+    out = held_out(ids, 0.5)
+    refusals = [no_answer(f"n{i}", ("c", 0.70)) for i in range(20)]
+    low = [answered(i, ("a", 0.75 if i in out else 0.90)) for i in ids]
+    rejected = tune_floor(low + refusals, holdout=0.5)
+    figures_all = rejected["all"]["with"]
+    assert log_line(rejected) == (
+        "tune-floor: floor None (validation rejected, reason rejected): rejected candidate "
+        f"0.8: refusal accuracy {figures_all['refusal_accuracy']}, "
+        f"hit@5 {figures_all['hit_at_5']}")
 
 
 def test_a_floor_losing_a_held_out_answer_is_rejected() -> None:
