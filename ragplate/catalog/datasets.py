@@ -47,10 +47,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.people import TENANT_PATTERN
+from ragplate.catalog.text import text_problem
 
 MAX_FILE_BYTES = 2_000_000
 MAX_JSON_DEPTH = 32
@@ -71,10 +79,22 @@ DataClassification = Literal["synthetic", "private"]
 CaseId = Annotated[str, StringConstraints(pattern=CASE_ID_PATTERN)]
 Locale = Annotated[str, StringConstraints(pattern=LOCALE_PATTERN)]
 Revision = Annotated[str, StringConstraints(pattern=REVISION_PATTERN)]
+
+
+def _searchable(value: str) -> str:
+    """``value`` when it can reach the database as text (no NUL, no unpaired surrogate:
+    :func:`ragplate.catalog.text.text_problem`); a case holding such a query would
+    otherwise pass every check and then be counted unavailable."""
+    problem = text_problem(value)
+    if problem is not None:
+        raise ValueError(problem)  # the reader names the case and the field, not the text
+    return value
+
+
 Query = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUERY_CHARS,
-                                         pattern=r"\S")]
+                                         pattern=r"\S"), AfterValidator(_searchable)]
 Label = Annotated[str, StringConstraints(min_length=1, max_length=MAX_LABEL_CHARS,
-                                         pattern=r"\S")]
+                                         pattern=r"\S"), AfterValidator(_searchable)]
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
 Labels = Annotated[list[Label], Field(max_length=MAX_LIST_ITEMS)]
 Slugs = Annotated[list[Slug], Field(max_length=MAX_LIST_ITEMS)]

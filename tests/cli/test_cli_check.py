@@ -90,6 +90,29 @@ def test_check_refuses_what_the_evaluation_would_naming_the_file(
     assert str(error).startswith(f"{bad}: case '{case['id']}', field 'authorization.{field}'")
 
 
+@pytest.mark.parametrize(("path", "field", "value"), [
+    (CONTENT, "query", "spring\x00sale"),
+    (DOCUMENTATION, "query", "backups\x00"),
+    (DOCUMENTATION, "expected_source_labels", ["ops/\x00.md"]),
+])
+def test_text_the_database_cannot_hold_is_refused_naming_case_and_field(
+        runner: CliRunner, tmp_path: Path, path: Path, field: str, value: Any) -> None:
+    # It passed, then the evaluation counted the case unavailable (InvalidInputError).
+    data = json.loads(path.read_text(encoding="utf-8"))
+    case = data["cases"][1]
+    case[field] = value
+    if field == "expected_source_labels":
+        case["expected_citation_labels"] = []
+    bad = write(tmp_path / "bad.json", data)
+    result = runner.invoke(app, ["evaluate", "check", str(bad)])
+    error = result.exception
+    assert isinstance(error, DatasetError), result.output
+    assert (error.case_id, error.field) == (case["id"], field if field == "query"
+                                            else f"{field}.0")
+    assert str(error).endswith("must not contain a NUL character (U+0000)")
+    assert "sale" not in str(error) and "backups" not in str(error)
+
+
 def test_the_command_line_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     data = content_data()
     case = data["cases"][0]

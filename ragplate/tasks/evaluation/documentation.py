@@ -33,6 +33,7 @@ from ragplate.catalog.documents import AccessContext, AudiencePolicy, Document
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.catalog.profiles import EmbeddingProfile
 from ragplate.catalog.settings import PROJECT_ROOT, DocsRetrieval
+from ragplate.catalog.text import without_paths
 from ragplate.infra.models.base import Embedder
 from ragplate.infra.models.local import LocalEmbedder
 from ragplate.infra.stores.base import DocumentStore, SourceRecord
@@ -134,6 +135,31 @@ def unfloored_hits(setup: RetrievalSetup,
     return retrieve
 
 
+#: The longest reason a failed case's log line quotes.
+MAX_REASON_CHARS = 200
+
+
+def failure_reason(exc: BaseException, case: DocumentationCase, *, private: bool) -> str:
+    """Why ``case`` failed, as its log line says it: the error's type and the first line of
+    its message (a database error's SQL and parameters follow on later lines), with the
+    query (and, for a private dataset, every expected label) masked, file paths left out
+    and at most :data:`MAX_REASON_CHARS` characters. The run's logs reach the Prefect
+    server; a dataset's questions never do."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0].strip() if lines else ""
+    masks = dict.fromkeys((case.query, case.query.strip(), repr(case.query)[1:-1]),
+                          "(the query)")
+    if private:
+        for label in (*case.expected_source_labels, *case.expected_citation_labels):
+            masks.setdefault(label, "(a label)")
+    for secret in sorted((s for s in masks if s), key=len, reverse=True):
+        text = text.replace(secret, masks[secret])
+    text = without_paths(text)
+    if len(text) > MAX_REASON_CHARS:
+        text = text[:MAX_REASON_CHARS - 1] + "…"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def run_cases(
     dataset: DocumentationDataset,
     retrieve: Callable[[DocumentationCase], list[str]],
@@ -143,13 +169,15 @@ def run_cases(
 ) -> list[CaseOutcome]:
     """Answer every case; ``timed=False`` records 0.0 ms (deterministic reports)."""
     outcomes = []
+    private = dataset.data_classification == "private"
     for case in dataset.cases:
         started = clock()
         unavailable = False
         try:
             labels = [str(label) for label in retrieve(case)]
         except Exception as exc:  # fail closed: a failure is a measured outcome
-            log.warning("case %s: retrieval failed (%s)", case.id, type(exc).__name__)
+            log.warning("case %s: retrieval failed (%s)", case.id,
+                        failure_reason(exc, case, private=private))
             labels, unavailable = [], True
         elapsed = max(0.0, (clock() - started) * 1000.0) if timed else 0.0
         outcomes.append(CaseOutcome(

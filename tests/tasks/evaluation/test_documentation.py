@@ -103,6 +103,40 @@ def test_a_failing_retrieval_is_unavailable_not_fatal() -> None:
     assert all(o.latency_ms == 1000.0 for o in outcomes)
 
 
+def test_a_failed_case_logs_its_reason_without_the_query(
+        caplog: pytest.LogCaptureFixture) -> None:
+    dataset = read_dataset(DATASETS / "documentation-developer-fixture.json",
+                           DocumentationDataset).data
+    failing = next(c for c in dataset.cases if c.id == "kw-bm25")
+
+    def broken(case: DocumentationCase) -> list[str]:
+        if case is failing:
+            raise InvalidInputError(f"query {case.query!r} is refused\n[SQL: SELECT 1]")
+        return []
+
+    with caplog.at_level("WARNING", logger=documentation.log.name):
+        documentation.run_cases(dataset, broken)
+    assert [r.getMessage() for r in caplog.records] == [
+        "case kw-bm25: retrieval failed (InvalidInputError: query '(the query)' is refused)"]
+
+
+def test_a_failure_reason_masks_the_query_labels_of_a_private_dataset_and_paths() -> None:
+    case = DocumentationCase.model_validate({
+        "id": "c", "query": "where is backup.md", "locale": "en", "top_k": 5,
+        "expected_source_labels": ["ops/backup.md"], "expected_citation_labels": [],
+        "expect_authorized_empty": False, "expect_supported_answer": True,
+        "expect_refusal": False, "slices": [], "tenant_scope": "global", "tenant_id": None,
+        "effective_permissions": []})
+    error = RuntimeError("no ops/backup.md for where is backup.md at /srv/x/sock")
+    assert documentation.failure_reason(error, case, private=False) == (
+        "RuntimeError: no ops/backup.md for (the query) at (a path)")
+    assert documentation.failure_reason(error, case, private=True) == (
+        "RuntimeError: no (a label) for (the query) at (a path)")
+    assert documentation.failure_reason(KeyError(), case, private=True) == "KeyError"
+    long = documentation.failure_reason(RuntimeError("x" * 500), case, private=False)
+    assert len(long) == len("RuntimeError: ") + documentation.MAX_REASON_CHARS
+
+
 def test_the_dataset_must_target_the_index() -> None:
     dataset = read_dataset(DATASETS / "documentation-user-fixture.json",
                            DocumentationDataset).data
