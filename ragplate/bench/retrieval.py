@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,21 +133,48 @@ def _score(cases: Sequence[Any], answer: Any) -> dict[str, Any]:
             "mrr_at_5": round(rr / n, 4) if n else 0.0}
 
 
-def _datasets(paths: Sequence[Path]) -> dict[str, list[Any]]:
-    """``{name: cases}``; a development dataset (with a description naming its split) gives
-    its tuning and test parts."""
+def _datasets(paths: Sequence[Path]) -> tuple[dict[str, list[Any]], dict[str, str]]:
+    """``{name: cases}`` and ``{name: data_classification}``; a development dataset (with
+    a description naming its split) gives its tuning and test parts."""
     from ragplate.catalog.datasets import DocumentationDataset
     from ragplate.tasks.evaluation.dataset_files import dataset_part, read_dataset
 
     found: dict[str, list[Any]] = {}
+    classes: dict[str, str] = {}
     for path in paths:
         data = read_dataset(path, DocumentationDataset).data
         if "tuning part" in (data.description or ""):
             for part in ("tuning", "test"):
                 found[f"{path.stem}:{part}"] = dataset_part(data, part).cases
+                classes[f"{path.stem}:{part}"] = data.data_classification
         else:
             found[path.stem] = data.cases
-    return found
+            classes[path.stem] = data.data_classification
+    return found, classes
+
+
+def absent_label_warnings(cases: Mapping[str, Sequence[Any]],
+                          classifications: Mapping[str, str], sources: Collection[str],
+                          corpus: Path) -> list[str]:
+    """One warning per dataset (part) whose expected source labels are not all sources of
+    the corpus (read with the label prefix ``''``, so a label is the path under
+    ``corpus``): its cases cannot score through them, and a dataset written for another
+    corpus or prefix would score 0 in silence. A private dataset's labels are counted,
+    never named."""
+    from ragplate.tasks.evaluation.documentation import named
+
+    held = set(sources)
+    lines = []
+    for name, part in cases.items():
+        expected = sorted({label for case in part for label in case.expected_source_labels})
+        absent = [label for label in expected if label not in held]
+        if absent:
+            lines.append(
+                f"warning: {name}: {len(absent)} of {len(expected)} expected source "
+                f"label(s) are not sources of the corpus {corpus} (read with the label "
+                "prefix '', so a label is a path under it), so its cases cannot score "
+                f"through them: {named(absent, classifications.get(name, 'private'))}")
+    return lines
 
 
 def run(*, corpus: Path, datasets: Sequence[Path], output: Path,
@@ -167,7 +194,12 @@ def run(*, corpus: Path, datasets: Sequence[Path], output: Path,
     if unknown:
         raise InvalidInputError(f"--recipe {', '.join(map(repr, unknown))}: no recipe's name "
                                 "holds it (names read like '120/20 crumb+label w0.5 adaptive-k20')")
-    cases = _datasets(datasets)
+    cases, classifications = _datasets(datasets)
+    # Read before the scratch database starts: the warning comes before minutes of work.
+    documents = developer_corpus(read_sources({"": corpus}))
+    for line in absent_label_warnings(cases, classifications,
+                                      [d.source for d in documents], corpus):
+        console.print(line, markup=False, highlight=False)
     profile = get_profile(DEFAULT_PROFILE)
     embedder = QueryMemo(LocalEmbedder(profile))
     cache: dict[str, np.ndarray] = {}
@@ -196,7 +228,6 @@ def run(*, corpus: Path, datasets: Sequence[Path], output: Path,
     results: dict[str, dict[str, Any]] = {}
     with scratch_home("ragplate-bench-retrieval-") as (_scratch, settings):
         engine = get_engine(settings)
-        documents = developer_corpus(read_sources({"": corpus}))
         chunk_counts: dict[str, int] = {}
         chosen = recipes(only)
         for splitting in SPLITTINGS:

@@ -75,3 +75,56 @@ def test_the_passage_cache_is_this_users() -> None:
     assert cache_path({"XDG_CACHE_HOME": "/c"}) == Path(
         "/c/ragplate/bench-retrieval-embeddings.npz")
     assert cache_path({}) == Path.home() / ".cache/ragplate/bench-retrieval-embeddings.npz"
+
+
+def test_labels_not_sources_of_the_corpus_are_counted_and_named_when_public() -> None:
+    from pathlib import Path
+
+    from ragplate.bench.retrieval import absent_label_warnings
+
+    cases = {"public": [case(["ops/backup.md", "gone.md"]), case(["ops/backup.md"])],
+             "secret": [case(["laraplate/secret-plan.md"]), case([])],
+             "fits": [case(["ops/backup.md"])]}
+    classes = {"public": "synthetic", "secret": "private", "fits": "synthetic"}
+    lines = absent_label_warnings(cases, classes, ["ops/backup.md", "api/health.md"],
+                                  Path("/corpus"))
+    assert lines == [
+        "warning: public: 1 of 2 expected source label(s) are not sources of the corpus "
+        "/corpus (read with the label prefix '', so a label is a path under it), so its "
+        "cases cannot score through them: gone.md",
+        "warning: secret: 1 of 1 expected source label(s) are not sources of the corpus "
+        "/corpus (read with the label prefix '', so a label is a path under it), so its "
+        "cases cannot score through them: not named (the dataset is private)"]
+    assert "secret-plan" not in "".join(lines)
+
+
+def test_the_run_warns_before_the_scratch_database_starts(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import io
+
+    import pytest
+    from rich.console import Console
+
+    from ragplate.bench import retrieval
+
+    corpus = tmp_path / "docs"
+    (corpus / "ops").mkdir(parents=True)
+    (corpus / "ops" / "BACKUPS.md").write_text("# Backups\n\nNightly dumps.\n", encoding="utf-8")
+    data = json.loads((PROJECT_ROOT / "datasets" / "documentation-developer-fixture.json")
+                      .read_text(encoding="utf-8"))
+    dataset = tmp_path / "d.json"
+    dataset.write_text(json.dumps(data), encoding="utf-8")
+    shown = io.StringIO()
+    monkeypatch.setattr(retrieval, "console", Console(file=shown, width=400))
+    monkeypatch.setattr(retrieval, "cache_path", lambda: tmp_path / "cache" / "v.npz")
+
+    class Stop(Exception):
+        pass
+
+    def stop(*_args: object, **_kwargs: object) -> None:
+        raise Stop
+
+    monkeypatch.setattr(retrieval, "scratch_home", stop)
+    with pytest.raises(Stop):
+        retrieval.run(corpus=corpus, datasets=[dataset], output=tmp_path / "b.json")
+    assert "warning: d: " in shown.getvalue()
+    assert "expected source label(s) are not sources of the corpus" in shown.getvalue()

@@ -243,6 +243,15 @@ def absent_labels(dataset: DocumentationDataset, setup: RetrievalSetup) -> list[
     return sorted(expected - stored)
 
 
+def named(values: Sequence[str], classification: str) -> str:
+    """The first values of a list for a log line, or, for a private dataset (whose
+    questions and labels never leave its folder, and logs reach the Prefect server), a
+    word saying they are withheld."""
+    if classification == "private":
+        return "not named (the dataset is private)"
+    return ", ".join(values[:10]) + (" …" if len(values) > 10 else "")
+
+
 def report_title(report: dict[str, Any]) -> str:
     """The title of a report's HTML page and artifacts."""
     retrieval = report["retrieval"]

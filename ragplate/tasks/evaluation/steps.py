@@ -114,13 +114,8 @@ def warn_absent_labels(dataset: DocumentationDataset,
     return absent
 
 
-def named(values: list[str], classification: str) -> str:
-    """The first values of a list for a log line, or, for a private dataset (whose
-    questions and labels never leave its folder, and logs reach the Prefect server), a
-    word saying they are withheld."""
-    if classification == "private":
-        return "not named (the dataset is private)"
-    return ", ".join(values[:10]) + (" …" if len(values) > 10 else "")
+#: The first labels for a log line, or a word that a private dataset's are withheld.
+named = documentation.named
 
 
 @task(name="run-cases", cache_policy=NO_CACHE)
