@@ -197,8 +197,32 @@ def read_dataset(path: Path | str, kind: type[Any], *,
     try:
         model = kind.model_validate(data)
     except ValidationError as exc:
-        raise _explain(file, data, exc) from None
+        raise _another_kind(file, data, kind) or _explain(file, data, exc) from None
     return LoadedDataset(file, hashlib.sha256(raw).hexdigest(), model)
+
+
+#: What each dataset model reads, for the error on a file of another kind.
+_WANTED: dict[type[BaseModel], tuple[str, str]] = {
+    DocumentationDataset: ("documentation", "a documentation dataset"),
+    ApplicationContentDataset: ("application_content", "an application-content dataset"),
+    AssistantDataset: ("assistant", "an assistant dataset (cases carrying expected_surface)"),
+}
+
+
+def _another_kind(file: Path, data: dict[str, Any], kind: type[Any]) -> DatasetError | None:
+    """The error for a file that failed ``kind`` because it is a file of another kind
+    (another dataset, a report), naming what it is and what reads it, as ``evaluate check``
+    does; ``None`` when its marks do not show another kind (its field errors then say what
+    is wrong)."""
+    from ragplate.tasks.evaluation.file_kinds import READ_BY, what_it_is
+
+    wanted = _WANTED.get(kind)
+    found = what_it_is(data)
+    if wanted is None or found is None or found[0] == wanted[0]:
+        return None
+    shown, what = found
+    reader = f"; {READ_BY[shown]} reads it" if shown in READ_BY else ""
+    return DatasetError(f"{file} is {what}, not {wanted[1]}{reader}")
 
 
 def read_named(path: Path | str, kind: DatasetKind) -> LoadedDataset[Any]:

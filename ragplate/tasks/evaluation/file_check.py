@@ -17,9 +17,10 @@ schema. A ``--kind`` is for such a file: given for a file whose marks show the o
 alone, it is refused naming what the file is.
 
 Files other commands write that this check does not read are named by top-level keys their
-writer always sets and no dataset or checked report carries (:data:`OTHER_FILES`): the
-per-case file of ``evaluate documentation --cases``, the assistant's report and the
-benchmarks' figures; so is an assistant dataset (cases carrying ``expected_surface``).
+writer always sets and no dataset or checked report carries
+(:data:`ragplate.tasks.evaluation.file_kinds.OTHER_FILES`): the per-case file of
+``evaluate documentation --cases``, the assistant's report and the benchmarks' figures;
+so is an assistant dataset (cases carrying ``expected_surface``).
 Such a file is refused naming what it is, rather than with the missing keys of a schema
 it was never meant to have. A dataset is then read with
 :func:`ragplate.tasks.evaluation.dataset_files.read_dataset` (caps and exact schema;
@@ -41,101 +42,31 @@ from ragplate.catalog.datasets import (
 from ragplate.catalog.errors import InvalidInputError
 from ragplate.tasks.evaluation.dataset_files import read_json
 from ragplate.tasks.evaluation.expectations import Validation, naming
-
-#: What shows a dataset's kind: keys at the top level, keys inside the cases.
-DATASET_MARKS: dict[DatasetKind, tuple[frozenset[str], frozenset[str]]] = {
-    "documentation": (frozenset({"index_profile"}), frozenset({"expected_source_labels"})),
-    "application_content": (frozenset({"source"}), frozenset({"expected_hit_ids"})),
-}
-#: What shows a report's kind: keys at the top level.
-REPORT_MARKS: dict[DatasetKind, frozenset[str]] = {
-    "documentation": frozenset({"index_profile"}),
-    "application_content": frozenset({"source"}),
-}
-#: The largest file checked: a dataset's cap, with room for a tuning report's candidates.
-MAX_CHECKED_BYTES = 10_000_000
-_SPOKEN = {"documentation": "documentation", "application_content": "application-content"}
-_ARTICLE = {"documentation": "a", "application_content": "an"}
-_NOT_READ = "not an evaluation dataset or report"
-#: Files other commands write, each told by top-level keys its writer always sets (all of
-#: them must be present), with what the error says the file is.
-OTHER_FILES: tuple[tuple[frozenset[str], str], ...] = (
-    (frozenset({"cases", "failing", "case_count", "retrieval"}),
-     "a per-case file written by `evaluate documentation --cases`, not a dataset or report"),
-    (frozenset({"metrics", "level", "guardrails", "completion"}),
-     "an assistant report written by `evaluate assistant`; evaluate check reads "
-     "documentation and application-content datasets and reports only"),
-    (frozenset({"pipeline_to_raw_ratio", "unchanged_whole_process"}),
-     f"a benchmark report written by `bench indexing`, {_NOT_READ}"),
-    (frozenset({"switch_to_raw_ratio", "rework_after_kill"}),
-     f"a benchmark report written by `bench switch`, {_NOT_READ}"),
-    (frozenset({"recipes", "baseline"}),
-     f"a benchmark report written by `bench retrieval`, {_NOT_READ}"),
-    (frozenset({"depth_chunks", "datasets"}),
-     f"a benchmark report written by `bench fusion`, {_NOT_READ}"),
-    (frozenset({"runs", "time_ratio_indexable_vs_clean"}),
-     f"a benchmark report written by `bench hostile`, {_NOT_READ}"),
-    (frozenset({"screening_rules", "screening", "help_process"}),
-     f"a benchmark report written by `bench assistant`, {_NOT_READ}"),
+from ragplate.tasks.evaluation.file_kinds import (
+    ARTICLE,
+    SPOKEN,
+    found_marks,
+    other_file,
+    report_name,
 )
 
-
-def _marks_found(data: dict[str, Any]) -> dict[DatasetKind, list[str]]:
-    """For a dataset, which marks of each kind the file carries (in a stable order)."""
-    cases = data.get("cases")
-    case_keys: set[str] = set()
-    if isinstance(cases, list):
-        for case in cases:
-            if isinstance(case, dict):
-                case_keys.update(str(key) for key in case)
-    found: dict[DatasetKind, list[str]] = {}
-    for kind, (top, inside) in DATASET_MARKS.items():
-        found[kind] = ([key for key in sorted(top) if key in data]
-                       + [f"cases[].{key}" for key in sorted(inside) if key in case_keys])
-    return found
-
-
-def other_file(data: dict[str, Any]) -> str | None:
-    """What ``data`` is when it is a file of :data:`OTHER_FILES` (the first whose keys it
-    all carries), or ``None``."""
-    for keys, what in OTHER_FILES:
-        if keys <= data.keys():
-            return what
-    return None
-
-
-def _found(data: dict[str, Any]) -> tuple[Literal["dataset", "report"],
-                                           dict[DatasetKind, list[str]]]:
-    """Whether ``data`` is a dataset or a report, and the marks of each kind it carries."""
-    if "cases" in data:
-        return "dataset", _marks_found(data)
-    return "report", {kind: sorted(marks & data.keys()) for kind, marks in REPORT_MARKS.items()}
-
-
-def _report_name(data: dict[str, Any], kind: DatasetKind) -> str:
-    """The report ``data`` of ``kind``, named by the command that writes it."""
-    if kind == "documentation":
-        return "a documentation report written by `evaluate documentation`"
-    if "candidates" in data:
-        return "a tuning report written by `tune-retrieval`"
-    if "reranker" in data:
-        return "a strategies report written by `evaluate strategies`"
-    return "an application-content report written by `evaluate application-content`"
+#: The largest file checked: a dataset's cap, with room for a tuning report's candidates.
+MAX_CHECKED_BYTES = 10_000_000
 
 
 def refuse_other_kind(path: Path, data: dict[str, Any], kind: DatasetKind) -> None:
     """Refuse ``kind`` (a ``--kind``) for a file whose marks show the other kind alone,
     naming what the file is; a file showing both kinds or neither is left to ``kind``."""
-    what, found = _found(data)
+    what, found = found_marks(data)
     kinds = [shown for shown, marks in found.items() if marks]
     if len(kinds) != 1 or kinds[0] == kind:
         return
     shown = kinds[0]
-    named = (f"{_ARTICLE[shown]} {_SPOKEN[shown]} dataset" if what == "dataset"
-             else _report_name(data, shown))
+    named = (f"{ARTICLE[shown]} {SPOKEN[shown]} dataset" if what == "dataset"
+             else report_name(data, shown))
     raise InvalidInputError(f"{path} is {named} ({', '.join(found[shown])}), not "
-                            f"{_ARTICLE[kind]} {_SPOKEN[kind]} one: leave out --kind, or pass "
-                            f"--kind {_SPOKEN[shown]}")
+                            f"{ARTICLE[kind]} {SPOKEN[kind]} one: leave out --kind, or pass "
+                            f"--kind {SPOKEN[shown]}")
 
 
 def _refuse_assistant_dataset(path: Path, data: dict[str, Any],
@@ -154,12 +85,12 @@ def file_kind(path: Path, data: dict[str, Any]) -> DatasetKind:
     """The kind of the dataset or report ``data`` read from ``path``, from its shape (see the
     module docstring); raises :class:`InvalidInputError` naming the file when both kinds
     or neither show."""
-    what, found = _found(data)
+    what, found = found_marks(data)
     kinds = [kind for kind, marks in found.items() if marks]
     if len(kinds) == 1:
         return kinds[0]
     if kinds:
-        seen = "; ".join(f"{_SPOKEN[kind]}: {', '.join(found[kind])}" for kind in kinds)
+        seen = "; ".join(f"{SPOKEN[kind]}: {', '.join(found[kind])}" for kind in kinds)
         problem = f"carries the marks of both kinds ({seen})"
     elif what == "dataset":
         problem = ("carries neither index_profile and cases with expected_source_labels "
@@ -183,7 +114,7 @@ class FileCheck:
 
     def as_dict(self) -> dict[str, Any]:
         """The ``--json`` shape."""
-        return {"file": str(self.path), "what": self.what, "kind": _SPOKEN[self.kind],
+        return {"file": str(self.path), "what": self.what, "kind": SPOKEN[self.kind],
                 "passed": True, "suite": self.validation.suite,
                 "expectations": self.validation.expectations, "rows": self.validation.rows}
 
@@ -203,7 +134,7 @@ def check_file(path: Path, kind: DatasetKind | None = None) -> FileCheck:
         raise InvalidInputError(f"{path}: neither a dataset (cases) nor a report (metrics or "
                                 "candidates)")
     if is_dataset:
-        _refuse_assistant_dataset(path, data, [k for k, m in _found(data)[1].items() if m])
+        _refuse_assistant_dataset(path, data, [k for k, m in found_marks(data)[1].items() if m])
     if kind is None:
         kind = file_kind(path, data)
     else:
