@@ -26,7 +26,8 @@ index), ``expected_citation_labels``, ``expect_authorized_empty``,
 - ``locale``: ``en``, ``it``, ``pt-BR`` …; the search runs in this locale.
 - ``limit``: hits requested, 1-50.
 - ``expected_hit_ids``: the relevant records as ``<source>:<record key>`` (e.g.
-  ``cms.contents:42``); binary relevance, order irrelevant. Empty: no ground truth (the
+  ``cms.contents:42``, a key as search returns it: an integer key in its plain form);
+  binary relevance, order irrelevant. Empty: no ground truth (the
   case is left out of the ranking metrics).
 - ``expected_citation_ids``: the hits an answer may cite (usually ``expected_hit_ids``).
 - ``expect_authorized_empty``: relevant records exist but this principal must see none;

@@ -113,6 +113,30 @@ def test_text_the_database_cannot_hold_is_refused_naming_case_and_field(
     assert "sale" not in str(error) and "backups" not in str(error)
 
 
+@pytest.mark.parametrize(("field", "key"), [("expected_hit_ids", "abc"),
+                                            ("expected_citation_ids", "007"),
+                                            ("expected_hit_ids", "1.5")])
+@pytest.mark.parametrize("classification", ["synthetic", "private"])
+def test_an_id_whose_key_the_source_cannot_hold_is_refused(
+        runner: CliRunner, tmp_path: Path, field: str, key: str,
+        classification: str) -> None:
+    # cms.contents keys are integers: search never returns such an id, so the case would
+    # score a miss in silence.
+    data = content_data()
+    data["data_classification"] = classification
+    case = next(c for c in data["cases"] if c["expected_hit_ids"])
+    case[field][0] = f"cms.contents:{key}"
+    bad = write(tmp_path / "bad.json", data)
+    result = runner.invoke(app, ["evaluate", "check", str(bad)])
+    error = result.exception
+    assert isinstance(error, DatasetError), result.output
+    assert (error.case_id, error.field) == (case["id"], f"{field}.0")
+    shown = "an id" if classification == "private" else f"'cms.contents:{key}'"
+    assert str(error) == (f"{bad}: case '{case['id']}', field '{field}.0': {shown} is not "
+                          "'cms.contents:<record key>' with a bigint key (an integer in its "
+                          "plain form, e.g. 42)")
+
+
 def test_the_command_line_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     data = content_data()
     case = data["cases"][0]

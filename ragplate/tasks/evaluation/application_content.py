@@ -141,11 +141,35 @@ def check_dataset(dataset: ApplicationContentDataset, source: str, settings: Set
     authorization application search enforces (a tenant): evaluation-only filters would
     silently not apply, so a case carrying any is refused. ``where``: the file, named
     first in a refusal."""
-    get_entity(source, settings)
+    entity = get_entity(source, settings)
     if dataset.source != source:
         raise DatasetError(f"--source {source}: the dataset's source is {dataset.source!r}",
                            field="source")
     refuse_filters(dataset, where=where)
+    refuse_unholdable_ids(dataset, entity, where=where)
+
+
+def refuse_unholdable_ids(dataset: ApplicationContentDataset, entity: Entity, *,
+                          where: str | Path | None = None) -> None:
+    """Refuse an expected hit or citation id whose record key ``entity`` can never hold
+    (:func:`holdable_key`: ``cms.contents:abc`` for an integer key): search never returns
+    it, so its case would score as a miss in silence. The error names the case and the
+    field, and the id unless the dataset is private."""
+    named = f"{where}: " if where is not None else ""
+    prefix = f"{dataset.source}:"
+    shape = ("an integer in its plain form, e.g. 42" if entity.key_type in INTEGER_KEY_MAX
+             else "a lowercase UUID" if entity.key_type == "uuid" else "a key")
+    for case in dataset.cases:
+        for field in ("expected_hit_ids", "expected_citation_ids"):
+            for position, hit_id in enumerate(getattr(case, field)):
+                if holdable_key(hit_id.removeprefix(prefix), entity):
+                    continue
+                shown = ("an id" if dataset.data_classification == "private"
+                         else f"{hit_id!r}")
+                raise DatasetError(
+                    f"{named}case '{case.id}', field '{field}.{position}': {shown} is not "
+                    f"'{prefix}<record key>' with a {entity.key_type} key ({shape})",
+                    case_id=case.id, field=f"{field}.{position}")
 
 
 def refuse_filters(dataset: ApplicationContentDataset, *,

@@ -153,10 +153,17 @@ def _check_dataset(path: Path, kind: DatasetKind) -> Validation:
     if kind == "documentation":
         return expectations.validate_documentation_dataset(
             read_dataset(path, DocumentationDataset).data)
-    from ragplate.tasks.evaluation.application_content import refuse_filters
+    from ragplate.catalog.entities import SHIPPED
+    from ragplate.tasks.evaluation.application_content import (
+        refuse_filters,
+        refuse_unholdable_ids,
+    )
 
     dataset = read_dataset(path, ApplicationContentDataset).data
     refuse_filters(dataset, where=path)  # what the evaluation would refuse, refused here first
+    entity = SHIPPED.get(dataset.source)  # a shipped entity's key type is known offline
+    if entity is not None:
+        refuse_unholdable_ids(dataset, entity, where=path)
     return expectations.validate_application_content_dataset(dataset)
 
 

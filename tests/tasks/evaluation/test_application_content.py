@@ -193,6 +193,18 @@ def test_datasets_for_another_source_or_with_filters_are_refused(
         application_content.check_dataset(filtered, "cms.contents", Settings())
 
 
+def test_an_evaluation_refuses_an_id_its_source_can_never_return(
+    loaded: LoadedDataset[ApplicationContentDataset]
+) -> None:
+    case = next(c for c in loaded.data.cases if c.expected_hit_ids)
+    astray = loaded.data.model_copy(update={"cases": [case.model_copy(update={
+        "expected_hit_ids": ["cms.contents:abc"]})]})
+    with pytest.raises(DatasetError, match=rf"^d\.json: case '{case.id}', field "
+                       r"'expected_hit_ids\.0': 'cms\.contents:abc' is not"):
+        application_content.check_dataset(astray, "cms.contents", Settings(), where="d.json")
+    application_content.check_dataset(loaded.data, "cms.contents", Settings())
+
+
 def test_adaptive_tuning_serves_the_profile_fusion(
     seeded: sa.Engine, settings: Settings, loaded: LoadedDataset[ApplicationContentDataset]
 ) -> None:
