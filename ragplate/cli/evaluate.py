@@ -119,7 +119,9 @@ def documentation(
     if json_output:
         print_json(report)
         return
-    _print(report, output)
+    from ragplate.tasks.evaluation.documentation import measured_cases
+
+    _print(report, output, measured_cases(loaded))
 
 
 class CheckKind(StrEnum):
@@ -171,12 +173,17 @@ def check(
                   f"expectations, {validation.rows} rows)", highlight=False, soft_wrap=True)
 
 
-def _print(report: dict[str, Any], output: Path) -> None:
+def _print(report: dict[str, Any], output: Path, measured: dict[str, int] | None = None
+           ) -> None:
+    """The overall metrics and latency; a metric ``measured`` says no case measures reads
+    ``n/a`` (the report keeps its 0.0)."""
+    from ragplate.tasks.evaluation.pages import shown
+
     table = Table(title=f"{report['module']} / {report['index_profile']} "
                         f"({report['retrieval']['mode']}, {report['retrieval']['strategy']})")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key, value in report["metrics"].items():
+    for key, value in shown(report["metrics"], measured).items():
         table.add_row(key, str(value))
     for key, value in report["latency_ms"].items():
         table.add_row(f"latency {key} ms", str(value))

@@ -58,6 +58,19 @@ def run_flow(output: Path, force: bool, flow_name: str, **parameters: Any) -> di
     return report
 
 
+def shown_metrics(report: dict[str, Any], dataset: Path) -> dict[str, Any]:
+    """The report's overall metrics as the console shows them: a metric over no case
+    (its cases known from the dataset alone) reads ``n/a``, the report keeping its 0.0."""
+    from ragplate.catalog.datasets import ApplicationContentDataset
+    from ragplate.tasks.evaluation.application_content import outcome
+    from ragplate.tasks.evaluation.dataset_files import read_dataset
+    from ragplate.tasks.evaluation.pages import shown
+    from ragplate.tasks.evaluation.scoring import measured
+
+    cases = read_dataset(dataset, ApplicationContentDataset).data.cases
+    return shown(report["metrics"], measured([outcome(case, ()) for case in cases]))
+
+
 def _metrics_table(title: str, rows: list[tuple[str, Any]]) -> None:
     table = Table(title=title)
     table.add_column("metric")
@@ -85,7 +98,7 @@ def application_content(source: Source = "cms.contents", *, dataset: Dataset, ou
         print_json(report)
         return
     _metrics_table(f"{report['source']} ({report['search']['mode']})",
-                   [*report["metrics"].items(),
+                   [*shown_metrics(report, dataset).items(),
                     *((f"latency {k} ms", v) for k, v in report["latency_ms"].items())])
     console.print(f"Report: {output} (HTML: {output.with_suffix('.html')})", highlight=False)
 

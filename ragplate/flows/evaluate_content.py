@@ -28,6 +28,7 @@ from ragplate.tasks.evaluation.dataset_files import LoadedDataset
 from ragplate.tasks.evaluation.pages import markdown_summary, render_html, table_rows
 from ragplate.tasks.evaluation.ranking_pages import strategies_html, strategy_rows
 from ragplate.tasks.evaluation.reports import html_path
+from ragplate.tasks.evaluation.scoring import measured_by_scope
 from ragplate.tasks.evaluation.strategies import RecordedCase
 from ragplate.tasks.flow_runs import crash_gone
 from ragplate.tasks.progress import SHOWN_BY_COMMAND
@@ -101,7 +102,8 @@ def evaluate_application_content(source: str, dataset: str, output: str, force: 
     report = application_content.build_report(loaded, outcomes, served, content, mode)
     steps.validate_report(report, "application_content", path)
     title = application_content.report_title(report)
-    written = steps.write_report(path, report, force, render_html(report, title=title))
+    written = steps.write_report(path, report, force, render_html(
+        report, title=title, measured=measured_by_scope(outcomes)))
     page = html_path(written)
     _publish("evaluate-application-content", title, table_rows(report),
              markdown_summary(report, title=title, page=str(page)), page)

@@ -16,6 +16,7 @@ from ragplate.infra.worker_watch import watch_worker
 from ragplate.tasks.evaluation import cases, documentation, steps
 from ragplate.tasks.evaluation.pages import markdown_summary, table_rows
 from ragplate.tasks.evaluation.reports import html_path
+from ragplate.tasks.evaluation.scoring import measured_by_scope
 from ragplate.tasks.flow_runs import crash_gone
 from ragplate.tasks.retrieval.documentation import STRATEGIES
 
@@ -65,7 +66,8 @@ def evaluate_documentation(
     private = loaded.data.data_classification == "private"
     rows = None if private else cases.case_rows(outcomes)
     written = steps.write_report(path, report, force,
-                                 cases.report_page(report, rows, title=title))
+                                 cases.report_page(report, rows, title=title,
+                                                   measured=measured_by_scope(outcomes)))
     if cases_output is not None and rows is not None:
         steps.write_cases(cases_output, cases.cases_document(report, rows), force)
     page = html_path(written)

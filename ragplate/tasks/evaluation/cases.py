@@ -175,7 +175,10 @@ def failing_section(rows: Sequence[dict[str, Any]] | None) -> str:
 
 
 def report_page(report: dict[str, Any], rows: Sequence[dict[str, Any]] | None, *,
-                title: str) -> str:
+                title: str, measured: dict[str, Any] | None = None) -> str:
     """The HTML page of a documentation report, with its failing cases (``rows`` ``None``
-    for a private dataset)."""
-    return render_html(report, title=title, sections=[failing_section(rows)])
+    for a private dataset); ``measured``: the cases each metric is measured over
+    (:func:`ragplate.tasks.evaluation.scoring.measured_by_scope`), a metric over none
+    reading ``n/a``."""
+    return render_html(report, title=title, sections=[failing_section(rows)],
+                       measured=measured)

@@ -39,7 +39,13 @@ from ragplate.infra.models.local import LocalEmbedder
 from ragplate.infra.stores.base import DocumentStore, SourceRecord
 from ragplate.infra.stores.memory import MemoryStore
 from ragplate.tasks.evaluation.dataset_files import LoadedDataset
-from ragplate.tasks.evaluation.scoring import CaseOutcome, by_slices, documentation_metrics, latency
+from ragplate.tasks.evaluation.scoring import (
+    CaseOutcome,
+    by_slices,
+    documentation_metrics,
+    latency,
+    measured,
+)
 from ragplate.tasks.indexing import index as indexing
 from ragplate.tasks.indexing.read import developer_corpus, read_sources, user_corpus
 from ragplate.tasks.indexing.split import MarkdownAwareSplitter, split_documents
@@ -133,6 +139,18 @@ def unfloored_hits(setup: RetrievalSetup,
         return [(hit.source_label, hit.similarity) for hit in _answer(setup, case, None)]
 
     return retrieve
+
+
+def measured_cases(dataset: DocumentationDataset) -> dict[str, int]:
+    """How many cases each overall metric is measured over
+    (:func:`ragplate.tasks.evaluation.scoring.measured`): known from the dataset alone, so
+    the console can show a metric over no case as ``n/a`` from the report and the dataset."""
+    return measured([CaseOutcome(
+        case_id=c.id, locale=c.locale, slices=tuple(c.slices), ranked=(),
+        relevant=tuple(c.expected_source_labels), citable=(),
+        expect_authorized_empty=c.expect_authorized_empty,
+        expect_supported_answer=c.expect_supported_answer, expect_empty=c.expect_refusal)
+        for c in dataset.cases])
 
 
 #: The longest reason a failed case's log line quotes.

@@ -105,37 +105,78 @@ def svg_bar_chart(series: Sequence[tuple[str, float]], *, title: str,
     return "".join(parts)
 
 
-def _slice_section(name: str, slices: Mapping[str, Mapping[str, float]]) -> str:
+class NotMeasured:
+    """A metric over no case: its cell reads ``n/a`` and its chart leaves it out (the
+    report's own figure, 0.0, would read as a measured failure)."""
+
+    def __repr__(self) -> str:
+        return "n/a"
+
+    __str__ = __repr__
+
+
+NOT_MEASURED = NotMeasured()
+
+
+def shown(values: Mapping[str, Any], counts: Mapping[str, int] | None) -> dict[str, Any]:
+    """``values`` with each metric ``counts`` says no case measures replaced by
+    :data:`NOT_MEASURED` (all kept when ``counts`` is ``None``, unknown)."""
+    if counts is None:
+        return dict(values)
+    return {key: NOT_MEASURED if counts.get(key) == 0 else value
+            for key, value in values.items()}
+
+
+def _cell(value: Any) -> str:
+    return "n/a" if value is NOT_MEASURED else number_cell(value)
+
+
+def _chart(series: Sequence[tuple[str, Any]], *, title: str) -> str:
+    return svg_bar_chart([(k, float(v)) for k, v in series if v is not NOT_MEASURED],
+                         title=title)
+
+
+def _slice_section(name: str, slices: Mapping[str, Mapping[str, Any]]) -> str:
     if not slices:
         return ""
     keys = list(next(iter(slices.values())))
     rows = [[slice_name, *(values.get(k, "") for k in keys)]
             for slice_name, values in slices.items()]
     charts = "".join(
-        svg_bar_chart([(s, float(v.get(metric, 0.0))) for s, v in slices.items()],
-                      title=f"{metric} per {name}")
+        _chart([(s, v.get(metric, 0.0)) for s, v in slices.items()],
+               title=f"{metric} per {name}")
         for metric in keys[:2])
-    return (f"<h2>Per {escape(name)}</h2>" + html_table([name, *keys], rows) + charts)
+    return (f"<h2>Per {escape(name)}</h2>" + html_table([name, *keys], rows, cell=_cell)
+            + charts)
 
 
-def render_html(report: Mapping[str, Any], *, title: str, sections: Sequence[str] = ()) -> str:
+def render_html(report: Mapping[str, Any], *, title: str, sections: Sequence[str] = (),
+                measured: Mapping[str, Any] | None = None) -> str:
     """The report as a self-contained HTML page: context, overall metrics with a chart,
     ``sections`` (ready HTML, e.g. the failing cases), latency, and per-locale and
-    per-category tables with charts of the first two metrics."""
-    metrics: Mapping[str, float] = report.get("metrics") or {}
+    per-category tables with charts of the first two metrics. ``measured`` (the cases
+    each metric is measured over, overall and per slice, as
+    :func:`ragplate.tasks.evaluation.scoring.measured_by_scope` gives them) makes a metric
+    over no case read ``n/a``."""
+    counts = measured or {}
+    metrics = shown(report.get("metrics") or {}, counts.get("metrics"))
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
              f"<h1>{escape(title)}</h1>",
              "<h2>Context</h2>", html_table(["key", "value"], context_rows(report), "ctx"),
              "<h2>Overall</h2>",
-             html_table(["metric", "value"], list(metrics.items())),
-             svg_bar_chart([(k, float(v)) for k, v in metrics.items()], title="overall"),
+             html_table(["metric", "value"], list(metrics.items()), cell=_cell),
+             _chart(list(metrics.items()), title="overall"),
              *sections]
     latency = report.get("latency_ms")
     if isinstance(latency, Mapping):
         parts += ["<h2>Latency (ms)</h2>", html_table(list(latency), [list(latency.values())])]
+    slice_counts = counts.get("slices") or {}
     for name, slices in (report.get("slices") or {}).items():
-        parts.append(_slice_section(str(name), slices))
+        group = slice_counts.get(name) or {}
+        parts.append(_slice_section(str(name), {
+            slice_name: shown(values, group.get(slice_name) if measured else None)
+            for slice_name, values in slices.items()}))
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ragplate.tasks.evaluation.metrics import (
     CUTOFFS,
@@ -61,6 +62,7 @@ class CaseOutcome:
 
 
 Metrics = dict[str, float]
+T = TypeVar("T")
 MetricsFn = Callable[[Sequence[CaseOutcome]], Metrics]
 
 
@@ -131,7 +133,8 @@ def application_content_metrics(outcomes: Sequence[CaseOutcome]) -> Metrics:
             **rank_metrics(outcomes)}
 
 
-def by_slices(outcomes: Sequence[CaseOutcome], metrics: MetricsFn) -> dict[str, dict[str, Metrics]]:
+def by_slices(outcomes: Sequence[CaseOutcome],
+              metrics: Callable[[Sequence[CaseOutcome]], T]) -> dict[str, dict[str, T]]:
     """``{"locale": {locale: metrics}, "category": {slice tag: metrics}}``, keys sorted
     (code-point order), so the report's key order never depends on the dataset's order."""
     locales: dict[str, list[CaseOutcome]] = {}
@@ -144,6 +147,33 @@ def by_slices(outcomes: Sequence[CaseOutcome], metrics: MetricsFn) -> dict[str, 
         "locale": {key: metrics(locales[key]) for key in sorted(locales)},
         "category": {key: metrics(categories[key]) for key in sorted(categories)},
     }
+
+
+#: The metrics measured over the cases with ground truth (the rest: every case, but the
+#: two measured over the cases expecting them, and citation precision, over every label
+#: returned, counted here by its cases).
+_SCORED_KEYS = frozenset({"source_hit_at_k", "hit_at_5", "mean_reciprocal_rank",
+                          *RANK_KEYS})
+
+
+def measured(outcomes: Sequence[CaseOutcome]) -> dict[str, int]:
+    """How many cases each metric of the documentation and application-content reports is
+    measured over (its denominator, see the module docstring): a metric over no case is a
+    0.0 that measures nothing, which the page and the console show as ``n/a``. The report
+    itself keeps its schema; this is computed beside it."""
+    scored = sum(1 for o in outcomes if o.relevant)
+    counts = {"authorized_empty_accuracy": sum(1 for o in outcomes
+                                               if o.expect_authorized_empty),
+              "supported_answer_rate": sum(1 for o in outcomes if o.expect_supported_answer)}
+    for key in (*DOCUMENTATION_KEYS, *APPLICATION_CONTENT_KEYS, *RANK_KEYS):
+        counts.setdefault(key, scored if key in _SCORED_KEYS else len(outcomes))
+    return counts
+
+
+def measured_by_scope(outcomes: Sequence[CaseOutcome]) -> dict[str, Any]:
+    """:func:`measured` overall and per slice, shaped as the report's blocks:
+    ``{"metrics": counts, "slices": {"locale": {name: counts}, "category": {...}}}``."""
+    return {"metrics": measured(outcomes), "slices": by_slices(outcomes, measured)}
 
 
 def latency(outcomes: Sequence[CaseOutcome]) -> dict[str, float]:
@@ -160,6 +190,8 @@ __all__ = [
     "by_slices",
     "documentation_metrics",
     "latency",
+    "measured",
+    "measured_by_scope",
     "rank_metrics",
     "rounded",
 ]

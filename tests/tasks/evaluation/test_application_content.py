@@ -24,6 +24,7 @@ from ragplate.tasks.evaluation.dataset_files import LoadedDataset, read_dataset
 from ragplate.tasks.evaluation.pages import render_html
 from ragplate.tasks.evaluation.ranking_pages import strategies_html
 from ragplate.tasks.evaluation.reports import assert_no_content, render_json
+from ragplate.tasks.evaluation.scoring import measured_by_scope
 from ragplate.tasks.records.fixtures import FIXTURE_PROFILE, seed_fixture_corpus
 from ragplate.tasks.retrieval.fusion import tuned_fusion
 from ragplate.tasks.retrieval.strategy import RerankerFactory, configured_reranker
@@ -76,7 +77,8 @@ def deterministic(kind: str, engine: sa.Engine, settings: Settings,
         outcomes, served = application_content.run_cases(loaded.data, content, "balanced")
         report = application_content.build_report(loaded, outcomes, served, content, "balanced")
         return report, render_json(report), render_html(
-            report, title=application_content.report_title(report))
+            report, title=application_content.report_title(report),
+            measured=measured_by_scope(outcomes))
     recorded = strategies.record_cases(loaded.data, content)
     context = application_content.context(loaded, content)
     if kind == "retrieval-strategies":

@@ -20,7 +20,11 @@ from ragplate.tasks.evaluation import documentation
 from ragplate.tasks.evaluation.cases import case_rows, report_page
 from ragplate.tasks.evaluation.dataset_files import read_dataset
 from ragplate.tasks.evaluation.reports import assert_no_content, render_json
-from ragplate.tasks.evaluation.scoring import CaseOutcome, documentation_metrics
+from ragplate.tasks.evaluation.scoring import (
+    CaseOutcome,
+    documentation_metrics,
+    measured_by_scope,
+)
 
 DATASETS = PROJECT_ROOT / "datasets"
 BASELINES = DATASETS / "baselines"
@@ -35,7 +39,8 @@ def deterministic(index: Any, strategy: Any) -> tuple[dict[str, Any], str, str]:
     outcomes = documentation.run_cases(loaded.data, documentation.case_retriever(setup),
                                        timed=False)
     report = documentation.build_report(loaded, outcomes, setup)
-    page = report_page(report, case_rows(outcomes), title=documentation.report_title(report))
+    page = report_page(report, case_rows(outcomes), title=documentation.report_title(report),
+                       measured=measured_by_scope(outcomes))
     return report, render_json(report), page
 
 

@@ -275,6 +275,22 @@ def test_html_page_is_self_contained_and_escaped() -> None:
         assert forbidden not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
 
 
+def test_a_metric_over_no_case_reads_n_a_and_is_left_out_of_its_chart() -> None:
+    report = {**REPORT, "metrics": {"source_hit_at_k": 1.0, "authorized_empty_accuracy": 0.0}}
+    measured = {"metrics": {"source_hit_at_k": 2, "authorized_empty_accuracy": 0},
+                "slices": {"locale": {"en": {"source_hit_at_k": 0}}}}
+    page = render_html(report, title="t", measured=measured)
+    assert "<td>authorized_empty_accuracy</td><td>n/a</td>" in page
+    assert "<td>source_hit_at_k</td><td>1.0</td>" in page
+    overall = page.split("<title>overall</title>")[1].split("</svg>")[0]
+    assert "authorized_empty_accuracy" not in overall and "source_hit_at_k" in overall
+    assert "<tr><td>en</td><td>n/a</td><td>0.75</td></tr>" in page
+    assert "<tr><td>a&lt;b</td><td>0.5</td><td>0.5</td></tr>" in page  # counts unknown
+    # Without counts the page is what it always was: every figure as the report has it.
+    plain = render_html(report, title="t")
+    assert "n/a" not in plain and "<td>authorized_empty_accuracy</td><td>0.0</td>" in plain
+
+
 def test_svg_bars_scale_and_clamp() -> None:
     svg = svg_bar_chart([("half", 0.5), ("over", 2.0)], title="t")
     assert 'width="180.0"' in svg and 'width="360"' in svg

@@ -12,6 +12,8 @@ from ragplate.tasks.evaluation.scoring import (
     by_slices,
     documentation_metrics,
     latency,
+    measured,
+    measured_by_scope,
     rank_metrics,
 )
 
@@ -99,3 +101,27 @@ def test_cross_check_with_ir_measures_if_installed() -> None:
     assert ours["ndcg_at_3"] == pytest.approx(theirs[ir_measures.nDCG @ 3], abs=1e-4)
     assert ours["precision_at_3"] == pytest.approx(theirs[ir_measures.P @ 3], abs=1e-4)
     assert ours["recall_at_3"] == pytest.approx(theirs[ir_measures.R @ 3], abs=1e-4)
+
+
+def test_each_metric_says_how_many_cases_it_is_measured_over() -> None:
+    counts = measured(OUTCOMES)
+    # Ground truth in o1, o2, o5; o4 alone expects an authorized-empty answer; o1, o2 and
+    # o5 expect a supported answer; refusal and unavailability are over every case.
+    assert {k: counts[k] for k in ("source_hit_at_k", "hit_at_5", "mean_reciprocal_rank",
+                                   "ndcg_at_5", "authorized_empty_accuracy",
+                                   "supported_answer_rate", "refusal_accuracy",
+                                   "abstention_accuracy", "unavailable_rate",
+                                   "citation_precision")} == {
+        "source_hit_at_k": 3, "hit_at_5": 3, "mean_reciprocal_rank": 3, "ndcg_at_5": 3,
+        "authorized_empty_accuracy": 1, "supported_answer_rate": 3, "refusal_accuracy": 5,
+        "abstention_accuracy": 5, "unavailable_rate": 5, "citation_precision": 5}
+    assert set(counts) >= set(documentation_metrics(OUTCOMES))
+    assert set(counts) >= set(application_content_metrics(OUTCOMES))
+    assert measured([])["authorized_empty_accuracy"] == 0
+    scopes = measured_by_scope(OUTCOMES)
+    assert scopes["metrics"] == counts
+    # The "off" category holds o3 alone: no ground truth, nothing authorized-empty.
+    off = scopes["slices"]["category"]["off"]
+    assert (off["source_hit_at_k"], off["authorized_empty_accuracy"],
+            off["refusal_accuracy"]) == (0, 0, 1)
+    assert scopes["slices"]["locale"]["it"]["source_hit_at_k"] == 1
