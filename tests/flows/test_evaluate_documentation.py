@@ -243,12 +243,13 @@ def test_a_figure_below_its_threshold_exits_1_after_writing_the_report_and_cases
     assert as_json.stderr.strip().splitlines()[-1] == (
         f"Error: MRR {mrr} < --min-mrr 0.99 (report {output})")
 
-    # Thresholds it reaches: exit 0.
+    # Thresholds it reaches: exit 0 (the report rounds; a threshold is held to the figure,
+    # so one a little under the rounded figure).
     passing = subprocess.run(
         [sys.executable, "-m", "ragplate", "evaluate", "documentation", "--index", "developer",
          "--dataset", str(DATASETS / "documentation-developer-fixture.json"),
          "--output", str(output), "--force", "--mode", "deterministic",
-         "--min-hit-at-5", "0.5", "--min-mrr", str(mrr), "--json"],
+         "--min-hit-at-5", "0.5", "--min-mrr", str(round(mrr - 0.001, 3)), "--json"],
         capture_output=True, text=True, timeout=300, check=False, env=environ)
     assert passing.returncode == 0, passing.stderr
     assert json.loads(passing.stdout) == json.loads(output.read_text(encoding="utf-8"))

@@ -95,13 +95,14 @@ def strict_json(text: str) -> Any:
     return json.loads(text, object_pairs_hook=_unique_keys)
 
 
-def read_json(path: Path, *, max_bytes: int = MAX_FILE_BYTES,
+def read_json(path: Path, *, max_bytes: int | None = None,
               name: str | None = None) -> tuple[bytes, Any]:
     """The bytes and decoded JSON of the file at ``path``, read as datasets are: at most
-    ``max_bytes`` bytes, UTF-8, no key twice in one object, nested at most
-    :data:`MAX_JSON_DEPTH` levels. Raises :class:`DatasetError` naming ``name`` (the
-    path when none is given)."""
+    ``max_bytes`` bytes (:data:`MAX_FILE_BYTES` by default), UTF-8, no key twice in one
+    object, nested at most :data:`MAX_JSON_DEPTH` levels. Raises :class:`DatasetError`
+    naming ``name`` (the path when none is given)."""
     label = name or str(path)
+    max_bytes = MAX_FILE_BYTES if max_bytes is None else max_bytes
     try:
         size = path.stat().st_size
         if size > max_bytes:
