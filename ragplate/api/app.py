@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 
 from ragplate import __version__
@@ -25,10 +30,35 @@ from ragplate.infra.environment import get_settings
 from ragplate.infra.runtime import Runtime
 from ragplate.tasks.writes import audit
 
+logger = logging.getLogger("ragplate.analytics")
+
+
+#: How long a stopping server waits for the query records still queued to be written.
+DRAIN_SECONDS = 5.0
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    yield
+    await asyncio.to_thread(drain_query_records, app.state.runtime)
+
+
+def drain_query_records(runtime: Runtime, timeout: float = DRAIN_SECONDS) -> bool:
+    """At shutdown, wait for the query records answers handed to the writer thread (a
+    daemon, which would die with the process), at most ``timeout`` seconds; whether none
+    is left. A process that never logged one has no writer, and nothing to wait for."""
+    writer = runtime.__dict__.get("query_writer")
+    if writer is None or writer.drain(timeout):
+        return True
+    logger.warning("the server stopped with query records still queued after %.0f s: they "
+                   "were not written", timeout)
+    return False
+
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app; every error leaves as JSON with its status (see ``api.errors``)."""
     app = FastAPI(
+        lifespan=_lifespan,
         title="ragplate",
         version=__version__,
         summary="Documentation retrieval and a guarded assistant, with citations.",
