@@ -456,9 +456,9 @@ class Settings(BaseSettings):
     )
     query_logging_query_text_mode: Literal["raw", "off"] = Field(
         default="raw",
-        description="raw: store the question as typed (it may hold what a person typed "
-        "about themselves; retention and erasure bound it); off: counts, latency, locale "
-        "and profile only.",
+        description="raw: store the question as typed, every secret in it replaced by "
+        "[redacted] (it may hold what a person typed about themselves; retention and "
+        "erasure bound it); off: counts, latency, locale and profile only.",
     )
     query_logging_retention_days: int = Field(
         default=30, ge=1, le=3650,
